@@ -17,7 +17,7 @@ from .weights import load
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
     """‖got − want‖₂ / ‖want‖₂ in float64."""
-    got, want = got.double(), want.double()
+    got, want = got.detach().double(), want.detach().double()
     return float((got - want).norm() / want.norm())
 
 

@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn as nn
 
-from .attention import decode_attention, parallel_attention
+from .attention import decode_mask, masked_attention, window_mask
 from .config import Config
 from .ops import norm, residual, rope_tables, rotate
 
@@ -126,18 +126,19 @@ class Layer(nn.Module):
         z = attend(q, k, v)
         return self.mlp(self.attn.finish(h, z, yg))
 
-    def forward(self, h, cos, sin, k_final=None, v_final=None):
-        """The parallel form; with k_final/v_final, the decode regime (attention.py).
-        Returns the new h and this pass's keys and values (for the decode regime)."""
+    def forward(self, h, cos, sin, mask, k_final=None, v_final=None):
+        """The parallel form under `mask` (attention.py); with k_final/v_final, the decode
+        regime, whose mask spans [final entries; current entries]. Returns the new h and
+        this pass's keys and values (which a decode-regime forward reads next time)."""
         kv = []
 
         def attend(q, k, v):
             kv.append((k, v))
+            if k_final is not None:
+                k = torch.cat((k_final.to(k.dtype), k), dim=1)
+                v = torch.cat((v_final.to(v.dtype), v), dim=1)
             dt = _attention_dtype(q)
-            q, k, v = q.to(dt), k.to(dt), v.to(dt)
-            if k_final is None:
-                return parallel_attention(q, k, v, self.window, self.scale)
-            return decode_attention(q, k, v, k_final, v_final, self.window, self.scale)
+            return masked_attention(q.to(dt), k.to(dt), v.to(dt), mask, self.scale)
 
         h = self.run(h, cos, sin, attend)
         return h, kv[0][0], kv[0][1]
@@ -198,7 +199,11 @@ class Dory(Scaled):
         passes = passes or self.cfg.passes
         t = ids.shape[1]
         dtype = self.embed.dtype
-        cos, sin = self.rope(torch.arange(t, device=ids.device), torch.float32 if dtype != torch.float64 else dtype)
+        cos, sin = self.rope(torch.arange(t, device=ids.device),
+                             torch.float64 if dtype == torch.float64 else torch.float32)
+        make = window_mask if final_kv is None else decode_mask
+        masks = {kind: make(t, self.cfg.window if kind == "sliding" else None, ids.device)
+                 for kind in set(self.cfg.layers)}
         fns = layer_fns or list(self.layers)
         x = self.embed[ids]
         h = self.enter(x)
@@ -207,7 +212,7 @@ class Dory(Scaled):
             kv = []
             for i, fn in enumerate(fns):
                 kf, vf = final_kv[i] if final_kv is not None else (None, None)
-                h, kk, vv = fn(h, cos, sin, kf, vf)
+                h, kk, vv = fn(h, cos, sin, masks[self.cfg.layers[i]], kf, vf)
                 kv.append((kk, vv))
             if k < passes:
                 s, h = self.between(h, x)
