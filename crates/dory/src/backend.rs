@@ -1,0 +1,131 @@
+//! The operations a backend implements: the seed's kernels, one level up. The step
+//! (`forward.rs`) is written once over them; a backend never re-implements the loop.
+//!
+//! Ops enqueue work and may return before it is done (a GPU records them into one
+//! command encoder); `read` is the only point where the host waits for a number.
+//! Buffers hold f32 row-major matrices of `rows` rows; every op works on the first
+//! `rows` rows of its buffers.
+
+use crate::cache::{Keys, Rows};
+use crate::error::Result;
+
+/// The edges of the loop (spec §4–§5; the seed's mix modes). x is the token's input,
+/// s the state carried between passes, h the hidden state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// Mode 0, entering the first pass: s ← x; h ← N(s + x).
+    Enter,
+    /// Mode 1, between passes: s ← N(h); h ← N(s + x).
+    Between,
+    /// Mode 2, leaving the last pass: h ← N(h).
+    Leave,
+    /// Mode 3, a read-out before a possible exit: s ← N(h); h ← s.
+    ReadOut,
+    /// Mode 4, the next pass after a read-out: h ← N(s + x).
+    Resume,
+}
+
+/// The projections, fused where they share an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mat {
+    /// [rows, D] → [rows, H·d | K·d | K·d | H·d]: q, k, v and the attention gate.
+    Qkvg(usize),
+    /// [rows, H·d] → [rows, D].
+    Out(usize),
+    /// [rows, D] → [rows, F | F]: the MLP's gate and up projections.
+    GateUp(usize),
+    /// [rows, F] → [rows, D].
+    Down(usize),
+}
+
+/// Which sub-layer a residual closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Attn,
+    Mlp,
+}
+
+pub trait Backend {
+    /// A device buffer of f32.
+    type Buf;
+    /// One layer's key and value storage.
+    type Cache;
+
+    /// The device, in words (`dory info` prints it).
+    fn name(&self) -> String;
+
+    fn alloc(&mut self, len: usize) -> Result<Self::Buf>;
+
+    /// An empty cache for `layer`.
+    fn cache(&mut self, layer: usize) -> Result<Self::Cache>;
+
+    /// Makes `cache` hold the slots that `next` needs for positions below `end`, moving
+    /// the entries that `moves` lists (old slot → new slot, read from the old storage).
+    fn relayout(
+        &mut self,
+        cache: &mut Self::Cache,
+        next: &Keys,
+        end: usize,
+        moves: &[(usize, usize)],
+    ) -> Result<()>;
+
+    /// x ← embed[ids]: [ids.len(), D].
+    fn embed(&mut self, x: &mut Self::Buf, ids: &[u32]);
+
+    fn mix(&mut self, mix: Mix, h: &mut Self::Buf, x: &Self::Buf, s: &mut Self::Buf, rows: usize);
+
+    /// out ← x · Wᵀ for the matrix `mat`.
+    fn project(&mut self, out: &mut Self::Buf, mat: Mat, x: &Self::Buf, rows: usize);
+
+    /// From `qkvg` (the output of `Mat::Qkvg`): q ← N(rope(yq)) ⊙ q_scale per query head
+    /// ([rows, H·d]), and k ← N(rope(yk)), v ← yv per KV head written to `cache` at the
+    /// step's positions. `rope` is `rope::table` for the step, or None for no rotation.
+    #[allow(clippy::too_many_arguments)]
+    fn prep(
+        &mut self,
+        layer: usize,
+        cache: &mut Self::Cache,
+        keys: &Keys,
+        q: &mut Self::Buf,
+        qkvg: &Self::Buf,
+        at: Rows,
+        rope: Option<&[f32]>,
+    );
+
+    /// z ← the gated attention output ([rows, H·d]) of the prepared queries `q` over
+    /// the positions each row sees in `cache`, gated by the yg part of `qkvg`.
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &mut self,
+        layer: usize,
+        cache: &Self::Cache,
+        keys: &Keys,
+        z: &mut Self::Buf,
+        q: &Self::Buf,
+        qkvg: &Self::Buf,
+        at: Rows,
+    );
+
+    /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale), from `gu` = [rows, F | F].
+    fn swiglu(&mut self, layer: usize, m: &mut Self::Buf, gu: &Self::Buf, rows: usize);
+
+    /// The nGPT residual: h ← N(N(h) + alpha ⊙ (N(o) − N(h))).
+    fn residual(&mut self, layer: usize, part: Part, h: &mut Self::Buf, o: &Self::Buf, rows: usize);
+
+    /// out ← head_scale ⊙ (head · h) for the rows `first..first + rows` of h: [rows, V].
+    fn logits(&mut self, out: &mut Self::Buf, h: &Self::Buf, first: usize, rows: usize);
+
+    /// dst[dst_row..][..rows] ← src[src_row..][..rows], rows of `width` floats.
+    fn copy_rows(
+        &mut self,
+        dst: &mut Self::Buf,
+        dst_row: usize,
+        src: &Self::Buf,
+        src_row: usize,
+        rows: usize,
+        width: usize,
+    );
+
+    /// The host's view of `buf[..len]`: waits for every op recorded so far.
+    fn read(&mut self, buf: &Self::Buf, len: usize) -> Result<Vec<f32>>;
+}

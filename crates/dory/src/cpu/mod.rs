@@ -1,0 +1,362 @@
+//! The reference backend: every op in plain f32 on the CPU, fast where it matters
+//! (projections through a GEMM crate and rayon; attention parallel over rows and KV
+//! heads).
+
+mod kernels;
+
+use rayon::prelude::*;
+
+pub use kernels::{dot, matmul};
+use kernels::{inv_norm, normalize, sigmoid};
+
+use crate::backend::{Backend, Mat, Mix, Part};
+use crate::cache::{Keys, Rows};
+use crate::config::Config;
+use crate::error::Result;
+use crate::weights::Weights;
+
+/// One layer's weights, widened to f32, the projections that share an input fused.
+struct LayerWeights {
+    qkvg: Vec<f32>,           // [H·d + K·d + K·d + H·d, D]
+    out: Vec<f32>,            // [D, H·d]
+    gate_up: Vec<f32>,        // [2F, D]
+    down: Vec<f32>,           // [D, F]
+    q_scale: Vec<f32>,        // [H·d]
+    gate_scale: Vec<f32>,     // [H·d]
+    attn_alpha: Vec<f32>,     // [D]
+    mlp_gate_scale: Vec<f32>, // [F]
+    mlp_up_scale: Vec<f32>,   // [F]
+    mlp_alpha: Vec<f32>,      // [D]
+}
+
+pub struct Cpu {
+    c: Config,
+    embed: Vec<f32>,      // [V, D]
+    head: Vec<f32>,       // [V, D]
+    head_scale: Vec<f32>, // [V]
+    layers: Vec<LayerWeights>,
+}
+
+/// A layer's keys and values: [slots, K·d] each (slots as `Keys` lays them out).
+#[derive(Default)]
+pub struct CpuCache {
+    k: Vec<f32>,
+    v: Vec<f32>,
+}
+
+impl Cpu {
+    pub fn new(config: &Config, w: &Weights) -> Cpu {
+        let f = |name: &str| w.get(name).to_f32();
+        let layers = (0..config.layers.len())
+            .map(|i| {
+                let t = |n: &str| f(&format!("layers.{i}.{n}"));
+                LayerWeights {
+                    qkvg: [t("attn.q"), t("attn.k"), t("attn.v"), t("attn.gate")].concat(),
+                    out: t("attn.out"),
+                    gate_up: [t("mlp.gate"), t("mlp.up")].concat(),
+                    down: t("mlp.down"),
+                    q_scale: t("attn.q_scale"),
+                    gate_scale: t("attn.gate_scale"),
+                    attn_alpha: t("attn.alpha"),
+                    mlp_gate_scale: t("mlp.gate_scale"),
+                    mlp_up_scale: t("mlp.up_scale"),
+                    mlp_alpha: t("mlp.alpha"),
+                }
+            })
+            .collect();
+        Cpu {
+            c: config.clone(),
+            embed: f("embed"),
+            head: f("head"),
+            head_scale: f("head_scale"),
+            layers,
+        }
+    }
+
+    /// Bytes of weights this backend holds.
+    pub fn weight_bytes(&self) -> usize {
+        let l: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                l.qkvg.len()
+                    + l.out.len()
+                    + l.gate_up.len()
+                    + l.down.len()
+                    + 2 * l.q_scale.len()
+                    + 2 * l.mlp_up_scale.len()
+                    + 2 * l.mlp_alpha.len()
+            })
+            .sum();
+        4 * (l + self.embed.len() + self.head.len() + self.head_scale.len())
+    }
+}
+
+/// The attention of the four query heads of one KV head of one row over `span` keys:
+/// z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d].
+fn attend_group(
+    z4: &mut [f32],
+    q4: &[f32],
+    k: &[f32],
+    v: &[f32],
+    slots: impl Iterator<Item = usize> + Clone,
+    kv: (usize, usize),
+    scale: f32,
+    scores: &mut Vec<f32>,
+) {
+    let (stride, off) = kv;
+    let d = z4.len() / 4;
+    for (zh, qh) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)) {
+        scores.clear();
+        scores.extend(
+            slots
+                .clone()
+                .map(|s| scale * dot(qh, &k[s * stride + off..][..d])),
+        );
+        let max = scores.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+        let mut sum = 0.0f32;
+        for x in scores.iter_mut() {
+            *x = (*x - max).exp();
+            sum += *x;
+        }
+        zh.fill(0.0);
+        for (w, s) in scores.iter().zip(slots.clone()) {
+            let vj = &v[s * stride + off..][..d];
+            zh.iter_mut().zip(vj).for_each(|(z, &x)| *z += w * x);
+        }
+        let inv = 1.0 / sum;
+        zh.iter_mut().for_each(|z| *z *= inv);
+    }
+}
+
+impl Backend for Cpu {
+    type Buf = Vec<f32>;
+    type Cache = CpuCache;
+
+    fn name(&self) -> String {
+        format!("cpu ({} threads)", rayon::current_num_threads())
+    }
+
+    fn alloc(&mut self, len: usize) -> Result<Vec<f32>> {
+        Ok(vec![0.0; len])
+    }
+
+    fn cache(&mut self, _layer: usize) -> Result<CpuCache> {
+        Ok(CpuCache::default())
+    }
+
+    fn relayout(
+        &mut self,
+        cache: &mut CpuCache,
+        next: &Keys,
+        end: usize,
+        moves: &[(usize, usize)],
+    ) -> Result<()> {
+        let width = self.c.kv_width();
+        let len = next.slots(end) * width;
+        for store in [&mut cache.k, &mut cache.v] {
+            let old = if moves.is_empty() {
+                None
+            } else {
+                Some(std::mem::take(store))
+            };
+            store.resize(len, 0.0);
+            if let Some(old) = old {
+                for &(from, to) in moves {
+                    store[to * width..][..width].copy_from_slice(&old[from * width..][..width]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn embed(&mut self, x: &mut Vec<f32>, ids: &[u32]) {
+        let d = self.c.hidden;
+        for (row, &id) in x.chunks_exact_mut(d).zip(ids) {
+            row.copy_from_slice(&self.embed[id as usize * d..][..d]);
+        }
+    }
+
+    fn mix(&mut self, mix: Mix, h: &mut Vec<f32>, x: &Vec<f32>, s: &mut Vec<f32>, rows: usize) {
+        let (d, eps) = (self.c.hidden, self.c.eps);
+        for r in 0..rows {
+            let (h, x, s) = (&mut h[r * d..][..d], &x[r * d..][..d], &mut s[r * d..][..d]);
+            match mix {
+                Mix::Enter => {
+                    s.copy_from_slice(x);
+                    h.iter_mut()
+                        .zip(s.iter().zip(x))
+                        .for_each(|(h, (s, x))| *h = s + x);
+                    normalize(h, eps);
+                }
+                Mix::Between | Mix::ReadOut => {
+                    let r = inv_norm(h, eps);
+                    s.iter_mut().zip(h.iter()).for_each(|(s, h)| *s = h * r);
+                    if mix == Mix::Between {
+                        h.iter_mut()
+                            .zip(s.iter().zip(x))
+                            .for_each(|(h, (s, x))| *h = s + x);
+                        normalize(h, eps);
+                    } else {
+                        h.copy_from_slice(s);
+                    }
+                }
+                Mix::Leave => normalize(h, eps),
+                Mix::Resume => {
+                    h.iter_mut()
+                        .zip(s.iter().zip(x))
+                        .for_each(|(h, (s, x))| *h = s + x);
+                    normalize(h, eps);
+                }
+            }
+        }
+    }
+
+    fn project(&mut self, out: &mut Vec<f32>, mat: Mat, x: &Vec<f32>, rows: usize) {
+        let c = &self.c;
+        let (w, k, n) = match mat {
+            Mat::Qkvg(i) => (&self.layers[i].qkvg, c.hidden, c.qkvg_width()),
+            Mat::Out(i) => (&self.layers[i].out, c.q_width(), c.hidden),
+            Mat::GateUp(i) => (&self.layers[i].gate_up, c.hidden, 2 * c.ffn),
+            Mat::Down(i) => (&self.layers[i].down, c.ffn, c.hidden),
+        };
+        matmul(out, x, w, rows, k, n);
+    }
+
+    fn prep(
+        &mut self,
+        layer: usize,
+        cache: &mut CpuCache,
+        keys: &Keys,
+        q: &mut Vec<f32>,
+        qkvg: &Vec<f32>,
+        at: Rows,
+        rope: Option<&[f32]>,
+    ) {
+        let c = &self.c;
+        let (d, qd, kd, eps) = (c.head_dim, c.q_width(), c.kv_width(), c.eps);
+        let q_scale = &self.layers[layer].q_scale;
+        for r in 0..at.rows {
+            let y = &qkvg[r * c.qkvg_width()..][..c.qkvg_width()];
+            let rot = rope.map(|t| &t[r * d..][..d]);
+            let qr = &mut q[r * qd..][..qd];
+            qr.copy_from_slice(&y[..qd]);
+            for (qh, sh) in qr.chunks_exact_mut(d).zip(q_scale.chunks_exact(d)) {
+                if let Some(rot) = rot {
+                    crate::rope::rotate(qh, rot);
+                }
+                normalize(qh, eps);
+                qh.iter_mut().zip(sh).for_each(|(q, s)| *q *= s);
+            }
+            let slot = keys.slot(at.pos0 + r);
+            let kr = &mut cache.k[slot * kd..][..kd];
+            kr.copy_from_slice(&y[qd..qd + kd]);
+            for kh in kr.chunks_exact_mut(d) {
+                if let Some(rot) = rot {
+                    crate::rope::rotate(kh, rot);
+                }
+                normalize(kh, eps);
+            }
+            cache.v[slot * kd..][..kd].copy_from_slice(&y[qd + kd..qd + 2 * kd]);
+        }
+    }
+
+    fn attend(
+        &mut self,
+        layer: usize,
+        cache: &CpuCache,
+        keys: &Keys,
+        z: &mut Vec<f32>,
+        q: &Vec<f32>,
+        qkvg: &Vec<f32>,
+        at: Rows,
+    ) {
+        let c = &self.c;
+        let (d, qd, kd, nk) = (c.head_dim, c.q_width(), c.kv_width(), c.kv_heads);
+        let (scale, width) = (c.attn_scale, c.qkvg_width());
+        let gate_scale = &self.layers[layer].gate_scale;
+        // One task per (row, KV head): its four query heads share the keys.
+        z[..at.rows * qd]
+            .par_chunks_mut(4 * d)
+            .enumerate()
+            .for_each_init(Vec::new, |scores, (t, z4)| {
+                let (r, kh) = (t / nk, t % nk);
+                let p = at.pos0 + r;
+                let slots = keys.visible(p).map(|j| keys.slot(j));
+                let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
+                attend_group(
+                    z4,
+                    q4,
+                    &cache.k,
+                    &cache.v,
+                    slots,
+                    (kd, kh * d),
+                    scale,
+                    scores,
+                );
+                // The gate: z ⊙ σ(yg ⊙ gate_scale).
+                let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
+                let gs = &gate_scale[kh * 4 * d..][..4 * d];
+                for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
+                    *z *= sigmoid(g * s);
+                }
+            });
+    }
+
+    fn swiglu(&mut self, layer: usize, m: &mut Vec<f32>, gu: &Vec<f32>, rows: usize) {
+        let f = self.c.ffn;
+        let l = &self.layers[layer];
+        for r in 0..rows {
+            let (g, u) = gu[r * 2 * f..][..2 * f].split_at(f);
+            for (j, m) in m[r * f..][..f].iter_mut().enumerate() {
+                let a = g[j] * l.mlp_gate_scale[j];
+                *m = a * sigmoid(a) * (u[j] * l.mlp_up_scale[j]);
+            }
+        }
+    }
+
+    fn residual(&mut self, layer: usize, part: Part, h: &mut Vec<f32>, o: &Vec<f32>, rows: usize) {
+        let (d, eps) = (self.c.hidden, self.c.eps);
+        let l = &self.layers[layer];
+        let alpha = match part {
+            Part::Attn => &l.attn_alpha,
+            Part::Mlp => &l.mlp_alpha,
+        };
+        for r in 0..rows {
+            let (h, o) = (&mut h[r * d..][..d], &o[r * d..][..d]);
+            let (ih, io) = (inv_norm(h, eps), inv_norm(o, eps));
+            for ((h, o), a) in h.iter_mut().zip(o).zip(alpha) {
+                let nh = *h * ih;
+                *h = nh + a * (o * io - nh);
+            }
+            normalize(h, eps);
+        }
+    }
+
+    fn logits(&mut self, out: &mut Vec<f32>, h: &Vec<f32>, first: usize, rows: usize) {
+        let (d, v) = (self.c.hidden, self.c.vocab_size);
+        matmul(out, &h[first * d..], &self.head, rows, d, v);
+        for row in out[..rows * v].chunks_exact_mut(v) {
+            row.iter_mut()
+                .zip(&self.head_scale)
+                .for_each(|(x, s)| *x *= s);
+        }
+    }
+
+    fn copy_rows(
+        &mut self,
+        dst: &mut Vec<f32>,
+        dst_row: usize,
+        src: &Vec<f32>,
+        src_row: usize,
+        rows: usize,
+        width: usize,
+    ) {
+        dst[dst_row * width..][..rows * width]
+            .copy_from_slice(&src[src_row * width..][..rows * width]);
+    }
+
+    fn read(&mut self, buf: &Vec<f32>, len: usize) -> Result<Vec<f32>> {
+        Ok(buf[..len].to_vec())
+    }
+}

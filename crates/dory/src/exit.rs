@@ -1,0 +1,131 @@
+//! Early exit (spec §5): when a decoded token reads out, and what decides that it
+//! leaves the loop. Statistics are computed in f64 on the softmax of the raw logits
+//! (temperature 1, whatever the sampling temperature).
+
+use crate::config::{Criterion, ExitRule};
+
+impl ExitRule {
+    /// Whether the token reads out after pass `k` of `passes`.
+    pub fn reads_out(&self, k: usize, passes: usize) -> bool {
+        self.criterion != Criterion::None
+            && k >= self.min_passes.saturating_sub(1).max(1)
+            && k < passes
+    }
+
+    /// Whether the rule is tested after pass `k` of `passes`.
+    pub fn tested(&self, k: usize, passes: usize) -> bool {
+        let least = match self.criterion {
+            Criterion::None => return false,
+            Criterion::Kl => self.min_passes.max(2),
+            Criterion::Confidence => self.min_passes,
+        };
+        k >= least && k < passes
+    }
+
+    /// Whether a statistic lets the token leave.
+    pub fn holds(&self, stat: f64) -> bool {
+        match self.criterion {
+            Criterion::None => false,
+            Criterion::Kl => stat < self.threshold,
+            Criterion::Confidence => stat >= self.threshold,
+        }
+    }
+}
+
+/// ln softmax(logits), as logit − log-sum-exp (never the log of an underflowed p).
+pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let max = logits
+        .iter()
+        .fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
+    let sum: f64 = logits.iter().map(|&x| (f64::from(x) - max).exp()).sum();
+    let lse = max + sum.ln();
+    logits.iter().map(|&x| f64::from(x) - lse).collect()
+}
+
+/// KL(p ‖ q) = Σ p (ln p − ln q) from log-probabilities.
+pub fn kl(logp: &[f64], logq: &[f64]) -> f64 {
+    logp.iter()
+        .zip(logq)
+        .map(|(&a, &b)| a.exp() * (a - b))
+        .sum()
+}
+
+/// max p.
+pub fn confidence(logp: &[f64]) -> f64 {
+    logp.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)).exp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(criterion: Criterion, min_passes: usize) -> ExitRule {
+        ExitRule {
+            criterion,
+            threshold: 0.5,
+            min_passes,
+        }
+    }
+
+    #[test]
+    fn schedule_follows_the_spec() {
+        // P = 4, kl, min_passes 1: read-outs after 1, 2, 3; tests after 2 and 3.
+        let r = rule(Criterion::Kl, 1);
+        assert_eq!(
+            (1..=4).filter(|&k| r.reads_out(k, 4)).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            (1..=4).filter(|&k| r.tested(k, 4)).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        // confidence, min_passes 1: read-outs and tests after 1, 2 (P = 3).
+        let r = rule(Criterion::Confidence, 1);
+        assert_eq!(
+            (1..=3).filter(|&k| r.reads_out(k, 3)).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(
+            (1..=3).filter(|&k| r.tested(k, 3)).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        // min_passes 3 of P = 5 under kl: read-outs from pass 2, tests from pass 3.
+        let r = rule(Criterion::Kl, 3);
+        assert_eq!(
+            (1..=5).filter(|&k| r.reads_out(k, 5)).collect::<Vec<_>>(),
+            [2, 3, 4]
+        );
+        assert_eq!(
+            (1..=5).filter(|&k| r.tested(k, 5)).collect::<Vec<_>>(),
+            [3, 4]
+        );
+        // none never reads out; P = 1 never exits early.
+        assert!(!(1..=4).any(|k| rule(Criterion::None, 1).reads_out(k, 4)));
+        assert!(!rule(Criterion::Confidence, 1).tested(1, 1));
+    }
+
+    #[test]
+    fn statistics_match_their_formulas() {
+        let a = [2.0f32, 0.0, -1.0];
+        let b = [1.0f32, 1.0, -3.0];
+        let (la, lb) = (log_softmax(&a), log_softmax(&b));
+        let p: Vec<f64> = la.iter().map(|x| x.exp()).collect();
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        let q: Vec<f64> = lb.iter().map(|x| x.exp()).collect();
+        let want: f64 = p.iter().zip(&q).map(|(p, q)| p * (p / q).ln()).sum();
+        assert!((kl(&la, &lb) - want).abs() < 1e-12);
+        assert!(kl(&la, &la).abs() < 1e-15);
+        assert!((confidence(&la) - p[0]).abs() < 1e-12);
+        // Far-apart logits: ln p stays finite where p underflows.
+        let l = log_softmax(&[0.0, -2000.0]);
+        assert_eq!(l[1], -2000.0);
+    }
+
+    #[test]
+    fn thresholds() {
+        assert!(rule(Criterion::Kl, 1).holds(0.49));
+        assert!(!rule(Criterion::Kl, 1).holds(0.5));
+        assert!(rule(Criterion::Confidence, 1).holds(0.5));
+        assert!(!rule(Criterion::Confidence, 1).holds(0.49));
+    }
+}

@@ -1,0 +1,290 @@
+//! The step, written once for every backend (spec §4–§5): embed, enter the loop, the
+//! layers, between passes, read out, the exit rule, leave, the head.
+//!
+//! A segment of T rows runs pass-major: pass 1 for every chunk, then pass 2, … . At pass
+//! k the cache then holds the pass-k keys of the segment's earlier chunks (written this
+//! pass) and the last-pass keys of earlier segments (never touched), which is exactly
+//! the parallel semantics, with one cache per layer whatever the chunk size. What it
+//! costs: each row's state s between passes ([T, D], `carry`), and sliding rings of
+//! W + T − 1 slots while the segment runs (shrunk back at the next step).
+
+use crate::backend::{Backend, Mat, Mix, Part};
+use crate::cache::{Keys, Rows};
+use crate::config::{Config, ExitRule, LayerKind};
+use crate::error::{invalid, Result};
+use crate::exit;
+use crate::rope;
+
+/// Which rows of a segment need logits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The last row only (generation).
+    Last,
+    /// Every row (perplexity, replays).
+    All,
+}
+
+/// What one decoding step produced.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    /// [V]: the logits the token is sampled from (a read-out's, if it exited).
+    pub logits: Vec<f32>,
+    /// Passes the token ran.
+    pub passes: usize,
+}
+
+struct Layer<C> {
+    kind: LayerKind,
+    keys: Keys,
+    cache: C,
+}
+
+/// Working buffers for up to `rows` rows.
+struct Scratch<B> {
+    rows: usize,
+    x: B,      // [rows, D] the token's input
+    s: B,      // [rows, D] the state between passes
+    h: B,      // [rows, D] the hidden state
+    qkvg: B,   // [rows, H·d + 2·K·d + H·d]
+    q: B,      // [rows, H·d] prepared queries
+    z: B,      // [rows, H·d] gated attention output
+    o: B,      // [rows, D] a sub-layer's output
+    gu: B,     // [rows, 2F]
+    m: B,      // [rows, F]
+    logits: B, // [rows, V]
+}
+
+pub struct Forward<B: Backend> {
+    pub backend: B,
+    config: Config,
+    layers: Vec<Layer<B::Cache>>,
+    scratch: Option<Scratch<B::Buf>>,
+    /// The most rows one chunk of a segment runs at once.
+    chunk: usize,
+}
+
+impl<B: Backend> Forward<B> {
+    pub fn new(mut backend: B, config: &Config, chunk: usize) -> Result<Self> {
+        if chunk == 0 {
+            return Err(invalid!("the chunk size must be ≥ 1"));
+        }
+        let layers = (0..config.layers.len())
+            .map(|i| {
+                let kind = config.layers[i];
+                Ok(Layer {
+                    kind,
+                    keys: Keys::for_step(kind, config.window, 1),
+                    cache: backend.cache(i)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Forward {
+            backend,
+            config: config.clone(),
+            layers,
+            scratch: None,
+            chunk,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Forgets every position: a new session.
+    pub fn reset(&mut self) -> Result<()> {
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            layer.keys = Keys::for_step(layer.kind, self.config.window, 1);
+            layer.cache = self.backend.cache(i)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `ids` at positions `pos0..` as one segment: every row all P passes, the
+    /// rows seeing one another with the parallel semantics. Returns the logits of the
+    /// wanted rows, [1 or T, V].
+    pub fn segment(&mut self, ids: &[u32], pos0: usize, want: Want) -> Result<Vec<f32>> {
+        let t = ids.len();
+        if t == 0 {
+            return Err(invalid!("a segment needs at least one token"));
+        }
+        let (d, v, passes) = (
+            self.config.hidden,
+            self.config.vocab_size,
+            self.config.passes,
+        );
+        let chunk = self.chunk.min(t);
+        let chunks = t.div_ceil(chunk);
+        self.prepare(Rows { pos0, rows: t }, chunk)?;
+        // Rows' states between passes, when the segment does not fit one chunk.
+        let mut carry = if chunks > 1 {
+            Some(self.backend.alloc(t * d)?)
+        } else {
+            None
+        };
+        let mut out = Vec::with_capacity(match want {
+            Want::Last => v,
+            Want::All => t * v,
+        });
+        let ropes: Vec<Vec<f32>> = (0..chunks)
+            .map(|c| {
+                let rows = chunk.min(t - c * chunk);
+                rope::table(
+                    self.config.rope_theta,
+                    self.config.head_dim,
+                    pos0 + c * chunk,
+                    rows,
+                )
+            })
+            .collect();
+        for k in 1..=passes {
+            for c in 0..chunks {
+                let first = c * chunk;
+                let at = Rows {
+                    pos0: pos0 + first,
+                    rows: chunk.min(t - first),
+                };
+                let sc = self.scratch.as_mut().expect("prepared");
+                if k == 1 {
+                    self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
+                    self.backend
+                        .mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                } else if let Some(carry) = &carry {
+                    self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
+                    self.backend
+                        .copy_rows(&mut sc.s, 0, carry, first, at.rows, d);
+                    self.backend
+                        .mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                }
+                self.layers_pass(at, &ropes[c]);
+                let sc = self.scratch.as_mut().expect("prepared");
+                if k < passes {
+                    if let Some(carry) = &mut carry {
+                        self.backend
+                            .mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                        self.backend.copy_rows(carry, first, &sc.s, 0, at.rows, d);
+                    } else {
+                        self.backend
+                            .mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                    }
+                    continue;
+                }
+                self.backend
+                    .mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                let (row, rows) = match want {
+                    Want::All => (0, at.rows),
+                    Want::Last if c + 1 == chunks => (at.rows - 1, 1),
+                    Want::Last => continue,
+                };
+                self.backend.logits(&mut sc.logits, &sc.h, row, rows);
+                out.extend(self.backend.read(&sc.logits, rows * v)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One decoded token at `pos`, with the exit rule `exit`.
+    pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
+        let (v, passes) = (self.config.vocab_size, self.config.passes);
+        let at = Rows { pos0: pos, rows: 1 };
+        self.prepare(at, 1)?;
+        let rope = rope::table(self.config.rope_theta, self.config.head_dim, pos, 1);
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.embed(&mut sc.x, &[id]);
+        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+        let mut previous: Option<Vec<f64>> = None;
+        for k in 1..=passes {
+            self.layers_pass(at, &rope);
+            let sc = self.scratch.as_mut().expect("prepared");
+            if k == passes {
+                self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, 1);
+                self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+                return Ok(Decoded {
+                    logits: self.backend.read(&sc.logits, v)?,
+                    passes,
+                });
+            }
+            if !exit.reads_out(k, passes) {
+                self.backend
+                    .mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
+                continue;
+            }
+            self.backend
+                .mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
+            self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+            let logits = self.backend.read(&sc.logits, v)?;
+            let logp = exit::log_softmax(&logits);
+            if exit.tested(k, passes) {
+                let stat = match exit.criterion {
+                    crate::config::Criterion::Kl => {
+                        exit::kl(&logp, previous.as_deref().expect("read out after k − 1"))
+                    }
+                    _ => exit::confidence(&logp),
+                };
+                if exit.holds(stat) {
+                    return Ok(Decoded { logits, passes: k });
+                }
+            }
+            previous = Some(logp);
+            self.backend
+                .mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+        }
+        unreachable!("the last pass returns")
+    }
+
+    /// Lays every cache out for a step over `at`, and sizes the scratch for `rows`.
+    fn prepare(&mut self, at: Rows, rows: usize) -> Result<()> {
+        for layer in &mut self.layers {
+            let next = Keys::for_step(layer.kind, self.config.window, at.rows);
+            let moves = layer.keys.moves(&next, at.pos0);
+            self.backend
+                .relayout(&mut layer.cache, &next, at.end(), &moves)?;
+            layer.keys = next;
+        }
+        if self.scratch.as_ref().is_none_or(|s| s.rows < rows) {
+            let c = &self.config;
+            let mut buf = |width: usize| self.backend.alloc(rows * width);
+            self.scratch = Some(Scratch {
+                rows,
+                x: buf(c.hidden)?,
+                s: buf(c.hidden)?,
+                h: buf(c.hidden)?,
+                qkvg: buf(c.qkvg_width())?,
+                q: buf(c.q_width())?,
+                z: buf(c.q_width())?,
+                o: buf(c.hidden)?,
+                gu: buf(2 * c.ffn)?,
+                m: buf(c.ffn)?,
+                logits: buf(c.vocab_size)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// One pass of every layer over the rows `at`.
+    fn layers_pass(&mut self, at: Rows, rope: &[f32]) {
+        let sc = self.scratch.as_mut().expect("prepared");
+        let b = &mut self.backend;
+        let rows = at.rows;
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            let rotate = layer.kind == LayerKind::Sliding || self.config.rope_full;
+            b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows);
+            b.prep(
+                i,
+                &mut layer.cache,
+                &layer.keys,
+                &mut sc.q,
+                &sc.qkvg,
+                at,
+                rotate.then_some(rope),
+            );
+            b.attend(i, &layer.cache, &layer.keys, &mut sc.z, &sc.q, &sc.qkvg, at);
+            b.project(&mut sc.o, Mat::Out(i), &sc.z, rows);
+            b.residual(i, Part::Attn, &mut sc.h, &sc.o, rows);
+            b.project(&mut sc.gu, Mat::GateUp(i), &sc.h, rows);
+            b.swiglu(i, &mut sc.m, &sc.gu, rows);
+            b.project(&mut sc.o, Mat::Down(i), &sc.m, rows);
+            b.residual(i, Part::Mlp, &mut sc.h, &sc.o, rows);
+        }
+    }
+}

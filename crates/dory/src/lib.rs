@@ -1,0 +1,42 @@
+//! Dory: an inference engine for looped, hyperspherical transformers.
+//!
+//! The semantics are `docs/SEMANTICS.md`'s (after the project spec). The step is written
+//! once, in `forward`, over the operations of `backend::Backend`; `cpu` is the reference
+//! backend.
+
+pub mod backend;
+pub mod cache;
+pub mod config;
+pub mod cpu;
+pub mod error;
+pub mod exit;
+pub mod forward;
+pub mod generate;
+pub mod init;
+pub mod model;
+pub mod npy;
+pub mod rng;
+pub mod rope;
+pub mod sampler;
+pub mod session;
+pub mod testing;
+pub mod tokenizer;
+pub mod weights;
+
+pub use backend::Backend;
+pub use config::{Config, Criterion, ExitRule, LayerKind};
+pub use error::{Error, Result};
+pub use forward::{Decoded, Forward, Want};
+pub use generate::{generate, Finish, Generated, Request};
+pub use model::Model;
+pub use sampler::{Sampler, Sampling};
+pub use session::Session;
+
+/// The default number of rows a prompt chunk runs at once.
+pub const DEFAULT_CHUNK: usize = 256;
+
+/// A session on the CPU backend.
+pub fn cpu_session(model: &Model, chunk: usize) -> Result<Session<cpu::Cpu>> {
+    let backend = cpu::Cpu::new(&model.config, &model.weights);
+    Ok(Session::new(Forward::new(backend, &model.config, chunk)?))
+}

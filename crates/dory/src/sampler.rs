@@ -1,0 +1,314 @@
+//! Choosing the next token (spec §7).
+
+use std::collections::VecDeque;
+
+use crate::error::{invalid, Result};
+use crate::rng::Rng;
+
+/// How many recent tokens the repetition penalty looks at.
+pub const PENALTY_WINDOW: usize = 64;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampling {
+    /// 0: greedy.
+    pub temperature: f32,
+    /// 0: off.
+    pub top_k: usize,
+    /// 1: off.
+    pub top_p: f32,
+    /// 0: off.
+    pub min_p: f32,
+    /// 1: off.
+    pub repetition_penalty: f32,
+    pub seed: u64,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repetition_penalty: 1.0,
+            seed: 0,
+        }
+    }
+}
+
+impl Sampling {
+    pub fn greedy() -> Sampling {
+        Sampling {
+            temperature: 0.0,
+            ..Sampling::default()
+        }
+    }
+
+    /// Refuses options outside their range, naming the option.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err(invalid!(
+                "temperature must be a finite number ≥ 0, got {}",
+                self.temperature
+            ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(invalid!("top-p must be in (0, 1], got {}", self.top_p));
+        }
+        if !(0.0..=1.0).contains(&self.min_p) {
+            return Err(invalid!("min-p must be in [0, 1], got {}", self.min_p));
+        }
+        if !(self.repetition_penalty.is_finite() && self.repetition_penalty > 0.0) {
+            return Err(invalid!(
+                "repetition penalty must be a finite number > 0, got {}",
+                self.repetition_penalty
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A seeded sampler: the same seed, logits and history give the same tokens.
+pub struct Sampler {
+    opts: Sampling,
+    rng: Rng,
+}
+
+impl Sampler {
+    pub fn new(opts: Sampling) -> Result<Sampler> {
+        opts.validate()?;
+        let rng = Rng::new(opts.seed);
+        Ok(Sampler { opts, rng })
+    }
+
+    /// Picks a token from `logits` given the session's `recent` tokens (the last
+    /// `PENALTY_WINDOW`, prompt included).
+    pub fn sample(&mut self, logits: &[f32], recent: &VecDeque<u32>) -> u32 {
+        let o = &self.opts;
+        let mut l = logits.to_vec();
+        if o.repetition_penalty != 1.0 {
+            // Each token once, however often it appears.
+            let mut seen: Vec<u32> = recent.iter().copied().collect();
+            seen.sort_unstable();
+            seen.dedup();
+            for id in seen {
+                if let Some(x) = l.get_mut(id as usize) {
+                    *x = if *x > 0.0 {
+                        *x / o.repetition_penalty
+                    } else {
+                        *x * o.repetition_penalty
+                    };
+                }
+            }
+        }
+        if o.temperature == 0.0 {
+            return argmax(&l);
+        }
+        // Candidates by falling logit (ties by id), then the filters in spec order.
+        let mut ids: Vec<u32> = (0..l.len() as u32).collect();
+        ids.sort_by(|&a, &b| l[b as usize].total_cmp(&l[a as usize]).then(a.cmp(&b)));
+        if o.top_k > 0 {
+            ids.truncate(o.top_k);
+        }
+        let t = f64::from(o.temperature);
+        let top = f64::from(l[ids[0] as usize]) / t;
+        let mut p: Vec<f64> = ids
+            .iter()
+            .map(|&i| (f64::from(l[i as usize]) / t - top).exp())
+            .collect();
+        let total: f64 = p.iter().sum();
+        p.iter_mut().for_each(|x| *x /= total);
+        if o.top_p < 1.0 {
+            let mut cum = 0.0;
+            let keep = p.iter().position(|&x| {
+                cum += x;
+                cum >= f64::from(o.top_p)
+            });
+            let keep = keep.map_or(p.len(), |i| i + 1);
+            p.truncate(keep);
+        }
+        if o.min_p > 0.0 {
+            let floor = f64::from(o.min_p) * p[0];
+            let keep = p.iter().take_while(|&&x| x >= floor).count().max(1);
+            p.truncate(keep);
+        }
+        let total: f64 = p.iter().sum();
+        let mut u = self.rng.uniform() * total;
+        for (i, &x) in p.iter().enumerate() {
+            if u < x {
+                return ids[i];
+            }
+            u -= x;
+        }
+        ids[p.len() - 1]
+    }
+}
+
+/// The largest logit's id, the lowest id among ties.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in logits.iter().enumerate() {
+        if x > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draws(opts: Sampling, logits: &[f32], n: usize) -> Vec<u32> {
+        let mut s = Sampler::new(opts).unwrap();
+        (0..n).map(|_| s.sample(logits, &VecDeque::new())).collect()
+    }
+
+    fn free() -> Sampling {
+        Sampling {
+            temperature: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
+            seed: 3,
+        }
+    }
+
+    #[test]
+    fn greedy_takes_the_lowest_id_of_a_tie() {
+        assert_eq!(argmax(&[0.5, 2.0, 2.0, -1.0]), 1);
+        assert_eq!(draws(Sampling::greedy(), &[0.5, 2.0, 2.0], 3), [1, 1, 1]);
+    }
+
+    #[test]
+    fn filters_cut_the_tail() {
+        let logits = [3.0f32, 2.9, 0.0, -1.0, -5.0];
+        let k = draws(Sampling { top_k: 2, ..free() }, &logits, 500);
+        assert!(k.iter().all(|&t| t < 2) && k.contains(&0) && k.contains(&1));
+        // p ≈ [.50 .45 .03 .01 .0002]: top-p 0.9 keeps the first two.
+        let p = draws(
+            Sampling {
+                top_p: 0.9,
+                ..free()
+            },
+            &logits,
+            500,
+        );
+        assert!(p.iter().all(|&t| t < 2));
+        // min-p 0.05 keeps tokens with p ≥ 0.025: the first three.
+        let m = draws(
+            Sampling {
+                min_p: 0.05,
+                ..free()
+            },
+            &logits,
+            3000,
+        );
+        assert!(m.iter().all(|&t| t < 3) && m.contains(&2));
+        let all = draws(free(), &logits, 3000);
+        assert!(all.contains(&3));
+    }
+
+    #[test]
+    fn frequencies_follow_the_softmax() {
+        let logits = [1.0f32, 0.0];
+        let n = 20000;
+        let ones = draws(free(), &logits, n)
+            .iter()
+            .filter(|&&t| t == 1)
+            .count();
+        let want = 1.0 / (1.0 + 1f64.exp());
+        assert!(((ones as f64 / n as f64) - want).abs() < 0.015);
+        // Temperature 0.5 doubles the logit gap.
+        let ones = draws(
+            Sampling {
+                temperature: 0.5,
+                ..free()
+            },
+            &logits,
+            n,
+        )
+        .iter()
+        .filter(|&&t| t == 1)
+        .count();
+        let want = 1.0 / (1.0 + 2f64.exp());
+        assert!(((ones as f64 / n as f64) - want).abs() < 0.015);
+    }
+
+    #[test]
+    fn seeds_repeat_and_differ() {
+        let logits: Vec<f32> = (0..50).map(|i| (i as f32 * 0.37).sin()).collect();
+        assert_eq!(draws(free(), &logits, 40), draws(free(), &logits, 40));
+        assert_ne!(
+            draws(free(), &logits, 40),
+            draws(Sampling { seed: 4, ..free() }, &logits, 40)
+        );
+    }
+
+    #[test]
+    fn repetition_penalty_divides_and_multiplies() {
+        let mut s = Sampler::new(Sampling {
+            repetition_penalty: 2.0,
+            ..Sampling::greedy()
+        })
+        .unwrap();
+        let recent: VecDeque<u32> = [0, 0].into_iter().collect();
+        // 3.0 → 1.5 loses to 2.0.
+        assert_eq!(s.sample(&[3.0, 2.0], &recent), 1);
+        // −1.0 → −2.0 loses to −1.5.
+        assert_eq!(s.sample(&[-1.0, -1.5], &recent), 1);
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let bad = [
+            (
+                Sampling {
+                    temperature: -0.1,
+                    ..free()
+                },
+                "temperature",
+            ),
+            (
+                Sampling {
+                    temperature: f32::NAN,
+                    ..free()
+                },
+                "temperature",
+            ),
+            (
+                Sampling {
+                    top_p: 0.0,
+                    ..free()
+                },
+                "top-p",
+            ),
+            (
+                Sampling {
+                    top_p: 1.5,
+                    ..free()
+                },
+                "top-p",
+            ),
+            (
+                Sampling {
+                    min_p: -0.5,
+                    ..free()
+                },
+                "min-p",
+            ),
+            (
+                Sampling {
+                    repetition_penalty: 0.0,
+                    ..free()
+                },
+                "repetition penalty",
+            ),
+        ];
+        for (opts, name) in bad {
+            let e = Sampler::new(opts).err().expect("refused").to_string();
+            assert!(e.starts_with(name), "{e}");
+        }
+    }
+}

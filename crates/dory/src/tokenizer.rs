@@ -1,0 +1,103 @@
+//! `tokenizer.json` through the Hugging Face `tokenizers` crate, and the streaming of
+//! decoded text that never splits a UTF-8 character.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+}
+
+impl Tokenizer {
+    /// Loads `path` and checks that every id it can produce is below `vocab_size`.
+    pub fn load(path: &Path, vocab_size: usize) -> Result<Tokenizer> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| Error::Tokenizer {
+            path: path.into(),
+            msg: format!("not a valid tokenizer: {e}"),
+        })?;
+        let largest = inner
+            .get_vocab(true)
+            .into_values()
+            .max()
+            .map_or(0, |id| id as usize + 1);
+        if largest > vocab_size {
+            return Err(Error::Tokenizer {
+                path: path.into(),
+                msg: format!(
+                    "its vocabulary has ids up to {} but the model's vocab_size is {vocab_size}",
+                    largest - 1
+                ),
+            });
+        }
+        Ok(Tokenizer { inner })
+    }
+
+    /// Token ids of `text`, without special tokens (spec §5).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| Error::Invalid(format!("cannot tokenize the prompt: {e}")))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// The text of `ids`, special tokens included (a user sees what the model wrote).
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| Error::Invalid(format!("cannot decode tokens: {e}")))
+    }
+
+    pub fn id_of(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
+        &self.inner
+    }
+}
+
+/// Turns a stream of token ids into a stream of text pieces. A token can end in the
+/// middle of a UTF-8 character (byte-level BPE), which decodes to U+FFFD: such text is
+/// held back until a later token completes the character. Like the Hugging Face
+/// streamers, it decodes only the ids since the last piece (and the piece before, so
+/// that tokenizers which strip a leading space at the start of a text keep it), so each
+/// token costs the same however long the text.
+#[derive(Default)]
+pub struct TextStream {
+    ids: Vec<u32>,
+    /// `ids[prefix..read]` is the last piece handed out; `ids[read..]` is pending.
+    prefix: usize,
+    read: usize,
+}
+
+impl TextStream {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a token; returns the text that is now complete (possibly empty).
+    pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Result<String> {
+        self.ids.push(id);
+        self.take(tok, false)
+    }
+
+    /// Whatever is left at the end (a character that never completed comes out as U+FFFD).
+    pub fn finish(&mut self, tok: &Tokenizer) -> Result<String> {
+        self.take(tok, true)
+    }
+
+    fn take(&mut self, tok: &Tokenizer, last: bool) -> Result<String> {
+        let before = tok.decode(&self.ids[self.prefix..self.read])?;
+        let now = tok.decode(&self.ids[self.prefix..])?;
+        let complete = last || !now.ends_with('\u{FFFD}');
+        if !complete || now.len() <= before.len() || !now.is_char_boundary(before.len()) {
+            return Ok(String::new());
+        }
+        self.prefix = self.read;
+        self.read = self.ids.len();
+        Ok(now[before.len()..].to_string())
+    }
+}
