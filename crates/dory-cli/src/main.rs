@@ -1,1 +1,58 @@
-fn main() {}
+//! The `dory` command: a thin client of the engine library.
+
+mod bench;
+mod common;
+mod generate;
+mod info;
+mod init;
+mod ppl;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "dory", version, about = "Run Dory language models: looped, hyperspherical transformers")]
+struct Cli {
+    /// Worker threads for the CPU backend (default: every core).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate text from a prompt, streaming it as it is produced.
+    Generate(generate::Args),
+    /// Describe a model: its config, parameters, and the bytes of weights and caches.
+    Info(info::Args),
+    /// Perplexity of a text file.
+    Ppl(ppl::Args),
+    /// Write a random model folder (for tests and benchmarks).
+    Init(init::Args),
+    /// Prompt-processing and generation speed, with repetitions.
+    Bench(bench::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let run = || -> anyhow::Result<()> {
+        if let Some(n) = cli.threads {
+            anyhow::ensure!(n >= 1, "--threads must be ≥ 1");
+            rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
+        }
+        match &cli.command {
+            Command::Generate(a) => generate::run(a),
+            Command::Info(a) => info::run(a),
+            Command::Ppl(a) => ppl::run(a),
+            Command::Init(a) => init::run(a),
+            Command::Bench(a) => bench::run(a),
+        }
+    };
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -61,13 +61,7 @@ pub trait Backend {
 
     /// Makes `cache` hold the slots that `next` needs for positions below `end`, moving
     /// the entries that `moves` lists (old slot → new slot, read from the old storage).
-    fn relayout(
-        &mut self,
-        cache: &mut Self::Cache,
-        next: &Keys,
-        end: usize,
-        moves: &[(usize, usize)],
-    ) -> Result<()>;
+    fn relayout(&mut self, cache: &mut Self::Cache, next: &Keys, end: usize, moves: &[(usize, usize)]) -> Result<()>;
 
     /// x ← embed[ids]: [ids.len(), D].
     fn embed(&mut self, x: &mut Self::Buf, ids: &[u32]);

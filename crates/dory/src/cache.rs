@@ -17,10 +17,7 @@ pub struct Ring {
 
 impl Ring {
     pub fn for_rows(window: usize, rows: usize) -> Ring {
-        Ring {
-            window,
-            cap: window + rows.max(1) - 1,
-        }
+        Ring { window, cap: window + rows.max(1) - 1 }
     }
 
     pub fn slot(&self, p: usize) -> usize {
@@ -106,7 +103,7 @@ mod tests {
         for window in 1..9 {
             for rows in 1..12 {
                 let keys = Keys::for_step(LayerKind::Sliding, window, rows);
-                for pos0 in 0..30 {
+                for pos0 in 0usize..30 {
                     let live = pos0.saturating_sub(window - 1)..pos0 + rows;
                     let mut slots: Vec<usize> = live.clone().map(|p| keys.slot(p)).collect();
                     slots.sort();
@@ -133,10 +130,9 @@ mod tests {
         for (w, t_old, t_new) in [(4, 9, 1), (4, 1, 6), (3, 5, 2), (1, 7, 1)] {
             let old = Keys::for_step(LayerKind::Sliding, w, t_old);
             let new = Keys::for_step(LayerKind::Sliding, w, t_new);
-            for pos0 in 0..25 {
+            for pos0 in 0usize..25 {
                 let moves = old.moves(&new, pos0);
-                let kept: Vec<usize> = pos0.saturating_sub(w - 1)..pos0;
-                let kept: Vec<usize> = kept.collect();
+                let kept: Vec<usize> = (pos0.saturating_sub(w - 1)..pos0).collect();
                 assert_eq!(moves.len(), kept.len());
                 for (p, (from, to)) in kept.iter().zip(moves) {
                     assert_eq!((from, to), (old.slot(*p), new.slot(*p)));

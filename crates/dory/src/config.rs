@@ -30,15 +30,7 @@ pub struct O1 {
 impl Default for O1 {
     fn default() -> Self {
         let (sinks, window, landmarks, stride) = (4, 512, 32, 8);
-        O1 {
-            sinks,
-            window,
-            landmarks,
-            stride,
-            rect: true,
-            rcond: 1e-4,
-            seal_at: sinks + window + stride * landmarks,
-        }
+        O1 { sinks, window, landmarks, stride, rect: true, rcond: 1e-4, seal_at: sinks + window + stride * landmarks }
     }
 }
 
@@ -60,11 +52,7 @@ pub struct ExitRule {
 }
 
 impl ExitRule {
-    pub const NONE: ExitRule = ExitRule {
-        criterion: Criterion::None,
-        threshold: 0.0,
-        min_passes: 1,
-    };
+    pub const NONE: ExitRule = ExitRule { criterion: Criterion::None, threshold: 0.0, min_passes: 1 };
 }
 
 /// A model's configuration, every default filled in.
@@ -98,22 +86,12 @@ impl Config {
 
     /// Parses the text of a config; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        let value: Value = serde_json::from_str(text).map_err(|e| Error::Json {
-            path: path.into(),
-            msg: format!("invalid JSON: {e}"),
-        })?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::Json { path: path.into(), msg: format!("invalid JSON: {e}") })?;
         let Value::Object(map) = value else {
-            return Err(Error::Json {
-                path: path.into(),
-                msg: "expected a JSON object".into(),
-            });
+            return Err(Error::Json { path: path.into(), msg: "expected a JSON object".into() });
         };
-        Fields {
-            map: &map,
-            path,
-            prefix: "",
-        }
-        .config()
+        Fields { map: &map, path, prefix: "" }.config()
     }
 
     /// Width of the fused q | k | v | gate projection.
@@ -210,11 +188,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn err(&self, field: &str, rule: impl Into<String>) -> Error {
-        Error::Config {
-            path: PathBuf::from(self.path),
-            field: format!("{}{field}", self.prefix),
-            rule: rule.into(),
-        }
+        Error::Config { path: PathBuf::from(self.path), field: format!("{}{field}", self.prefix), rule: rule.into() }
     }
 
     fn get(&self, field: &str) -> Option<&Value> {
@@ -222,8 +196,7 @@ impl Fields<'_> {
     }
 
     fn required(&self, field: &str) -> Result<&Value> {
-        self.get(field)
-            .ok_or_else(|| self.err(field, "required, but missing"))
+        self.get(field).ok_or_else(|| self.err(field, "required, but missing"))
     }
 
     fn int(&self, field: &str, default: Option<usize>) -> Result<usize> {
@@ -232,12 +205,7 @@ impl Fields<'_> {
         };
         v.as_u64()
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| {
-                self.err(
-                    field,
-                    format!("must be a non-negative JSON integer, got {v}"),
-                )
-            })
+            .ok_or_else(|| self.err(field, format!("must be a non-negative JSON integer, got {v}")))
     }
 
     fn int_min(&self, field: &str, default: Option<usize>, min: usize) -> Result<usize> {
@@ -261,9 +229,7 @@ impl Fields<'_> {
     fn bool(&self, field: &str, default: bool) -> Result<bool> {
         match self.get(field) {
             None => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| self.err(field, format!("must be true or false, got {v}"))),
+            Some(v) => v.as_bool().ok_or_else(|| self.err(field, format!("must be true or false, got {v}"))),
         }
     }
 
@@ -279,17 +245,11 @@ impl Fields<'_> {
         items
             .into_iter()
             .map(|item| {
-                let id = item.as_u64().ok_or_else(|| {
-                    self.err(
-                        field,
-                        format!("must be a token id or a list of them, got {v}"),
-                    )
-                })?;
+                let id = item
+                    .as_u64()
+                    .ok_or_else(|| self.err(field, format!("must be a token id or a list of them, got {v}")))?;
                 if id as usize >= vocab {
-                    return Err(self.err(
-                        field,
-                        format!("token id {id} is not below vocab_size {vocab}"),
-                    ));
+                    return Err(self.err(field, format!("token id {id} is not below vocab_size {vocab}")));
                 }
                 Ok(id as u32)
             })
@@ -324,17 +284,11 @@ impl Fields<'_> {
         let heads = self.int_min("heads", None, 4)?;
         let kv_heads = self.int_min("kv_heads", None, 1)?;
         if heads != 4 * kv_heads {
-            return Err(self.err(
-                "heads",
-                format!("must be 4 × kv_heads = {}, got {heads}", 4 * kv_heads),
-            ));
+            return Err(self.err("heads", format!("must be 4 × kv_heads = {}, got {heads}", 4 * kv_heads)));
         }
         let head_dim = self.int("head_dim", None)?;
         if head_dim % 8 != 0 || !(8..=256).contains(&head_dim) {
-            return Err(self.err(
-                "head_dim",
-                format!("must be a multiple of 8 in 8…256, got {head_dim}"),
-            ));
+            return Err(self.err("head_dim", format!("must be a multiple of 8 in 8…256, got {head_dim}")));
         }
         let ffn = self.int_min("ffn", None, 4)?;
         if ffn % 4 != 0 {
@@ -420,15 +374,7 @@ impl Fields<'_> {
         }
         let least = sinks + stride * landmarks;
         let seal_at = self.int_min("seal_at", Some(sinks + window + stride * landmarks), least)?;
-        Ok(O1 {
-            sinks,
-            window,
-            landmarks,
-            stride,
-            rect,
-            rcond,
-            seal_at,
-        })
+        Ok(O1 { sinks, window, landmarks, stride, rect, rcond, seal_at })
     }
 
     fn exit(&self) -> Result<ExitRule> {
@@ -438,10 +384,7 @@ impl Fields<'_> {
             Some("confidence") => Criterion::Confidence,
             _ => {
                 let v = self.required("criterion")?;
-                return Err(self.err(
-                    "criterion",
-                    format!("must be \"none\", \"kl\" or \"confidence\", got {v}"),
-                ));
+                return Err(self.err("criterion", format!("must be \"none\", \"kl\" or \"confidence\", got {v}")));
             }
         };
         let threshold = match criterion {
@@ -455,11 +398,7 @@ impl Fields<'_> {
             return Err(self.err("threshold", format!("must be ≥ 0, got {threshold}")));
         }
         let min_passes = self.int_min("min_passes", Some(1), 1)?;
-        Ok(ExitRule {
-            criterion,
-            threshold,
-            min_passes,
-        })
+        Ok(ExitRule { criterion, threshold, min_passes })
     }
 }
 
@@ -471,9 +410,7 @@ mod tests {
         "kv_heads":2,"head_dim":16,"ffn":64,"layers":["sliding","full"],"passes":3,"window":4}"#;
 
     fn with(edit: impl FnOnce(&mut Map<String, Value>)) -> Result<Config> {
-        let Value::Object(mut m) = serde_json::from_str(BASE).unwrap() else {
-            unreachable!()
-        };
+        let Value::Object(mut m) = serde_json::from_str(BASE).unwrap() else { unreachable!() };
         edit(&mut m);
         Config::parse(&Value::Object(m).to_string(), Path::new("config.json"))
     }
@@ -504,151 +441,51 @@ mod tests {
         assert_eq!((o.sinks, o.window, o.landmarks, o.stride), (2, 6, 32, 8));
         assert_eq!(o.seal_at, 2 + 6 + 8 * 32);
         let e = rule_of(with(|m| {
-            m.insert(
-                "o1".into(),
-                serde_json::json!({"sinks": 2, "landmarks": 4, "stride": 2, "seal_at": 9}),
-            );
+            m.insert("o1".into(), serde_json::json!({"sinks": 2, "landmarks": 4, "stride": 2, "seal_at": 9}));
         }));
         assert!(e.contains("field `o1.seal_at`: must be ≥ 10"), "{e}");
     }
 
     #[test]
     fn each_rule_names_its_field() {
-        let cases: Vec<(&str, Box<dyn FnOnce(&mut Map<String, Value>)>)> = vec![
-            (
-                "architecture",
-                Box::new(|m| {
-                    m.insert("architecture".into(), "llama".into());
-                }),
-            ),
-            (
-                "vocab_size",
-                Box::new(|m| {
-                    m.remove("vocab_size");
-                }),
-            ),
-            (
-                "hidden",
-                Box::new(|m| {
-                    m.insert("hidden".into(), 30.into());
-                }),
-            ),
-            (
-                "heads",
-                Box::new(|m| {
-                    m.insert("heads".into(), 6.into());
-                }),
-            ),
-            (
-                "head_dim",
-                Box::new(|m| {
-                    m.insert("head_dim".into(), 12.into());
-                }),
-            ),
-            (
-                "head_dim",
-                Box::new(|m| {
-                    m.insert("head_dim".into(), 264.into());
-                }),
-            ),
-            (
-                "ffn",
-                Box::new(|m| {
-                    m.insert("ffn".into(), 62.into());
-                }),
-            ),
-            (
-                "layers",
-                Box::new(|m| {
-                    m.insert("layers".into(), serde_json::json!(["sliding", "global"]));
-                }),
-            ),
-            (
-                "layers",
-                Box::new(|m| {
-                    m.insert("layers".into(), serde_json::json!([]));
-                }),
-            ),
-            (
-                "passes",
-                Box::new(|m| {
-                    m.insert("passes".into(), 0.into());
-                }),
-            ),
-            (
-                "passes",
-                Box::new(|m| {
-                    m.insert("passes".into(), 2.5.into());
-                }),
-            ),
-            (
-                "window",
-                Box::new(|m| {
-                    m.remove("window");
-                }),
-            ),
-            (
-                "eps",
-                Box::new(|m| {
-                    m.insert("eps".into(), 0.into());
-                }),
-            ),
-            (
-                "eos_token_id",
-                Box::new(|m| {
-                    m.insert("eos_token_id".into(), 264.into());
-                }),
-            ),
-            (
-                "o1.landmarks",
-                Box::new(|m| {
-                    m.insert("o1".into(), serde_json::json!({"landmarks": 33}));
-                }),
-            ),
-            (
-                "o1.rcond",
-                Box::new(|m| {
-                    m.insert("o1".into(), serde_json::json!({"rcond": 1.0}));
-                }),
-            ),
-            (
-                "exit.threshold",
-                Box::new(|m| {
-                    m.insert("exit".into(), serde_json::json!({"criterion": "kl"}));
-                }),
-            ),
-            (
-                "exit.criterion",
-                Box::new(|m| {
-                    m.insert("exit".into(), serde_json::json!({"criterion": "entropy"}));
-                }),
-            ),
-            (
-                "exit.min_passes",
-                Box::new(|m| {
-                    m.insert(
-                        "exit".into(),
-                        serde_json::json!({"criterion": "none", "min_passes": 0}),
-                    );
-                }),
-            ),
+        use serde_json::json;
+        // (field named in the error, key to set, value; null removes the key)
+        let cases = [
+            ("architecture", "architecture", json!("llama")),
+            ("vocab_size", "vocab_size", Value::Null),
+            ("hidden", "hidden", json!(30)),
+            ("heads", "heads", json!(6)),
+            ("head_dim", "head_dim", json!(12)),
+            ("head_dim", "head_dim", json!(264)),
+            ("ffn", "ffn", json!(62)),
+            ("layers", "layers", json!(["sliding", "global"])),
+            ("layers", "layers", json!([])),
+            ("passes", "passes", json!(0)),
+            ("passes", "passes", json!(2.5)),
+            ("window", "window", Value::Null),
+            ("eps", "eps", json!(0)),
+            ("eos_token_id", "eos_token_id", json!(264)),
+            ("o1.landmarks", "o1", json!({"landmarks": 33})),
+            ("o1.rcond", "o1", json!({"rcond": 1.0})),
+            ("exit.threshold", "exit", json!({"criterion": "kl"})),
+            ("exit.criterion", "exit", json!({"criterion": "entropy"})),
+            ("exit.min_passes", "exit", json!({"criterion": "none", "min_passes": 0})),
         ];
-        for (field, edit) in cases {
-            let e = rule_of(with(edit));
-            assert!(
-                e.starts_with(&format!("config.json: field `{field}`:")),
-                "{field}: {e}"
-            );
+        for (field, key, value) in cases {
+            let e = rule_of(with(|m| {
+                match value {
+                    Value::Null => m.remove(key),
+                    v => m.insert(key.into(), v),
+                };
+            }));
+            assert!(e.starts_with(&format!("config.json: field `{field}`:")), "{field}: {e}");
         }
     }
 
     #[test]
     fn bad_json_is_named() {
         let e = Config::parse("{\"architecture\": ", Path::new("m/config.json")).unwrap_err();
-        assert!(
-            e.to_string().starts_with("m/config.json: invalid JSON"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("m/config.json: invalid JSON"), "{e}");
         let e = Config::parse("[1]", Path::new("config.json")).unwrap_err();
         assert!(e.to_string().contains("expected a JSON object"), "{e}");
     }
@@ -658,10 +495,7 @@ mod tests {
         let c = with(|m| {
             m.insert("bos_token_id".into(), serde_json::json!([0, 5]));
             m.insert("eos_token_id".into(), serde_json::json!([1, 2]));
-            m.insert(
-                "exit".into(),
-                serde_json::json!({"criterion": "kl", "threshold": 0.1, "min_passes": 2}),
-            );
+            m.insert("exit".into(), serde_json::json!({"criterion": "kl", "threshold": 0.1, "min_passes": 2}));
             m.insert("o1".into(), serde_json::json!({}));
             m.insert("unknown_extra".into(), serde_json::json!("ignored"));
         })
@@ -669,12 +503,6 @@ mod tests {
         assert_eq!(c.bos_token_id, Some(0));
         assert_eq!(c.eos_token_ids, vec![1, 2]);
         let again = Config::parse(&c.to_json().to_string(), Path::new("x")).unwrap();
-        assert_eq!(
-            again,
-            Config {
-                bos_token_id: Some(0),
-                ..c
-            }
-        );
+        assert_eq!(again, Config { bos_token_id: Some(0), ..c });
     }
 }

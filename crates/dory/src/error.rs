@@ -6,26 +6,15 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{}: {msg}", path.display())]
     Json { path: PathBuf, msg: String },
     #[error("{}: field `{field}`: {rule}", path.display())]
-    Config {
-        path: PathBuf,
-        field: String,
-        rule: String,
-    },
+    Config { path: PathBuf, field: String, rule: String },
     #[error("{}: {msg}", path.display())]
     Safetensors { path: PathBuf, msg: String },
     #[error("{}: tensor `{name}`: {rule}", path.display())]
-    Tensor {
-        path: PathBuf,
-        name: String,
-        rule: String,
-    },
+    Tensor { path: PathBuf, name: String, rule: String },
     #[error("{}: {msg}", path.display())]
     Tokenizer { path: PathBuf, msg: String },
     /// An out-of-range option or request (sampling, exit rule, prompt, …).
@@ -40,10 +29,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }
 

@@ -7,9 +7,7 @@ use crate::config::{Criterion, ExitRule};
 impl ExitRule {
     /// Whether the token reads out after pass `k` of `passes`.
     pub fn reads_out(&self, k: usize, passes: usize) -> bool {
-        self.criterion != Criterion::None
-            && k >= self.min_passes.saturating_sub(1).max(1)
-            && k < passes
+        self.criterion != Criterion::None && k >= self.min_passes.saturating_sub(1).max(1) && k < passes
     }
 
     /// Whether the rule is tested after pass `k` of `passes`.
@@ -34,9 +32,7 @@ impl ExitRule {
 
 /// ln softmax(logits), as logit − log-sum-exp (never the log of an underflowed p).
 pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
-    let max = logits
-        .iter()
-        .fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
+    let max = logits.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
     let sum: f64 = logits.iter().map(|&x| (f64::from(x) - max).exp()).sum();
     let lse = max + sum.ln();
     logits.iter().map(|&x| f64::from(x) - lse).collect()
@@ -44,10 +40,7 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
 
 /// KL(p ‖ q) = Σ p (ln p − ln q) from log-probabilities.
 pub fn kl(logp: &[f64], logq: &[f64]) -> f64 {
-    logp.iter()
-        .zip(logq)
-        .map(|(&a, &b)| a.exp() * (a - b))
-        .sum()
+    logp.iter().zip(logq).map(|(&a, &b)| a.exp() * (a - b)).sum()
 }
 
 /// max p.
@@ -60,45 +53,23 @@ mod tests {
     use super::*;
 
     fn rule(criterion: Criterion, min_passes: usize) -> ExitRule {
-        ExitRule {
-            criterion,
-            threshold: 0.5,
-            min_passes,
-        }
+        ExitRule { criterion, threshold: 0.5, min_passes }
     }
 
     #[test]
     fn schedule_follows_the_spec() {
         // P = 4, kl, min_passes 1: read-outs after 1, 2, 3; tests after 2 and 3.
         let r = rule(Criterion::Kl, 1);
-        assert_eq!(
-            (1..=4).filter(|&k| r.reads_out(k, 4)).collect::<Vec<_>>(),
-            [1, 2, 3]
-        );
-        assert_eq!(
-            (1..=4).filter(|&k| r.tested(k, 4)).collect::<Vec<_>>(),
-            [2, 3]
-        );
+        assert_eq!((1..=4).filter(|&k| r.reads_out(k, 4)).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!((1..=4).filter(|&k| r.tested(k, 4)).collect::<Vec<_>>(), [2, 3]);
         // confidence, min_passes 1: read-outs and tests after 1, 2 (P = 3).
         let r = rule(Criterion::Confidence, 1);
-        assert_eq!(
-            (1..=3).filter(|&k| r.reads_out(k, 3)).collect::<Vec<_>>(),
-            [1, 2]
-        );
-        assert_eq!(
-            (1..=3).filter(|&k| r.tested(k, 3)).collect::<Vec<_>>(),
-            [1, 2]
-        );
+        assert_eq!((1..=3).filter(|&k| r.reads_out(k, 3)).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!((1..=3).filter(|&k| r.tested(k, 3)).collect::<Vec<_>>(), [1, 2]);
         // min_passes 3 of P = 5 under kl: read-outs from pass 2, tests from pass 3.
         let r = rule(Criterion::Kl, 3);
-        assert_eq!(
-            (1..=5).filter(|&k| r.reads_out(k, 5)).collect::<Vec<_>>(),
-            [2, 3, 4]
-        );
-        assert_eq!(
-            (1..=5).filter(|&k| r.tested(k, 5)).collect::<Vec<_>>(),
-            [3, 4]
-        );
+        assert_eq!((1..=5).filter(|&k| r.reads_out(k, 5)).collect::<Vec<_>>(), [2, 3, 4]);
+        assert_eq!((1..=5).filter(|&k| r.tested(k, 5)).collect::<Vec<_>>(), [3, 4]);
         // none never reads out; P = 1 never exits early.
         assert!(!(1..=4).any(|k| rule(Criterion::None, 1).reads_out(k, 4)));
         assert!(!rule(Criterion::Confidence, 1).tested(1, 1));

@@ -42,6 +42,7 @@ struct Layer<C> {
 /// Working buffers for up to `rows` rows.
 struct Scratch<B> {
     rows: usize,
+    logit_rows: usize,
     x: B,      // [rows, D] the token's input
     s: B,      // [rows, D] the state between passes
     h: B,      // [rows, D] the hidden state
@@ -51,7 +52,7 @@ struct Scratch<B> {
     o: B,      // [rows, D] a sub-layer's output
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
-    logits: B, // [rows, V]
+    logits: B, // [logit_rows, V]
 }
 
 pub struct Forward<B: Backend> {
@@ -71,20 +72,10 @@ impl<B: Backend> Forward<B> {
         let layers = (0..config.layers.len())
             .map(|i| {
                 let kind = config.layers[i];
-                Ok(Layer {
-                    kind,
-                    keys: Keys::for_step(kind, config.window, 1),
-                    cache: backend.cache(i)?,
-                })
+                Ok(Layer { kind, keys: Keys::for_step(kind, config.window, 1), cache: backend.cache(i)? })
             })
             .collect::<Result<_>>()?;
-        Ok(Forward {
-            backend,
-            config: config.clone(),
-            layers,
-            scratch: None,
-            chunk,
-        })
+        Ok(Forward { backend, config: config.clone(), layers, scratch: None, chunk })
     }
 
     pub fn config(&self) -> &Config {
@@ -104,90 +95,90 @@ impl<B: Backend> Forward<B> {
     /// rows seeing one another with the parallel semantics. Returns the logits of the
     /// wanted rows, [1 or T, V].
     pub fn segment(&mut self, ids: &[u32], pos0: usize, want: Want) -> Result<Vec<f32>> {
+        let mut out = Vec::new();
+        self.segment_each(ids, pos0, want, |_, rows| out.extend_from_slice(rows), |_| {})?;
+        Ok(out)
+    }
+
+    /// `segment`, handing the wanted logits to `sink` chunk by chunk (the first row's
+    /// index in the segment, then [rows, V]) so that a long text's logits need not all
+    /// be held at once, and reporting each chunk-pass done to `progress` (of
+    /// chunks × P).
+    pub fn segment_each(
+        &mut self,
+        ids: &[u32],
+        pos0: usize,
+        want: Want,
+        mut sink: impl FnMut(usize, &[f32]),
+        mut progress: impl FnMut(usize),
+    ) -> Result<()> {
         let t = ids.len();
         if t == 0 {
             return Err(invalid!("a segment needs at least one token"));
         }
-        let (d, v, passes) = (
-            self.config.hidden,
-            self.config.vocab_size,
-            self.config.passes,
-        );
+        let (d, v, passes) = (self.config.hidden, self.config.vocab_size, self.config.passes);
         let chunk = self.chunk.min(t);
         let chunks = t.div_ceil(chunk);
-        self.prepare(Rows { pos0, rows: t }, chunk)?;
-        // Rows' states between passes, when the segment does not fit one chunk.
-        let mut carry = if chunks > 1 {
-            Some(self.backend.alloc(t * d)?)
-        } else {
-            None
+        let logit_rows = match want {
+            Want::Last => 1,
+            Want::All => chunk,
         };
-        let mut out = Vec::with_capacity(match want {
-            Want::Last => v,
-            Want::All => t * v,
-        });
+        self.prepare(Rows { pos0, rows: t }, chunk, logit_rows)?;
+        // Rows' states between passes, when the segment does not fit one chunk.
+        let mut carry = if chunks > 1 { Some(self.backend.alloc(t * d)?) } else { None };
         let ropes: Vec<Vec<f32>> = (0..chunks)
             .map(|c| {
                 let rows = chunk.min(t - c * chunk);
-                rope::table(
-                    self.config.rope_theta,
-                    self.config.head_dim,
-                    pos0 + c * chunk,
-                    rows,
-                )
+                rope::table(self.config.rope_theta, self.config.head_dim, pos0 + c * chunk, rows)
             })
             .collect();
         for k in 1..=passes {
-            for c in 0..chunks {
+            for (c, rope) in ropes.iter().enumerate() {
                 let first = c * chunk;
-                let at = Rows {
-                    pos0: pos0 + first,
-                    rows: chunk.min(t - first),
-                };
+                let at = Rows { pos0: pos0 + first, rows: chunk.min(t - first) };
                 let sc = self.scratch.as_mut().expect("prepared");
                 if k == 1 {
                     self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
-                    self.backend
-                        .mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                    self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 } else if let Some(carry) = &carry {
                     self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
-                    self.backend
-                        .copy_rows(&mut sc.s, 0, carry, first, at.rows, d);
-                    self.backend
-                        .mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                    self.backend.copy_rows(&mut sc.s, 0, carry, first, at.rows, d);
+                    self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 }
-                self.layers_pass(at, &ropes[c]);
+                self.layers_pass(at, rope);
                 let sc = self.scratch.as_mut().expect("prepared");
                 if k < passes {
                     if let Some(carry) = &mut carry {
-                        self.backend
-                            .mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                        self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                         self.backend.copy_rows(carry, first, &sc.s, 0, at.rows, d);
                     } else {
-                        self.backend
-                            .mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                        self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                     }
+                    progress(1);
                     continue;
                 }
-                self.backend
-                    .mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 let (row, rows) = match want {
                     Want::All => (0, at.rows),
                     Want::Last if c + 1 == chunks => (at.rows - 1, 1),
-                    Want::Last => continue,
+                    Want::Last => {
+                        progress(1);
+                        continue;
+                    }
                 };
                 self.backend.logits(&mut sc.logits, &sc.h, row, rows);
-                out.extend(self.backend.read(&sc.logits, rows * v)?);
+                sink(first + row, &self.backend.read(&sc.logits, rows * v)?);
+                progress(1);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// One decoded token at `pos`, with the exit rule `exit`.
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
-        self.prepare(at, 1)?;
+        self.prepare(at, 1, 1)?;
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, pos, 1);
         let sc = self.scratch.as_mut().expect("prepared");
         self.backend.embed(&mut sc.x, &[id]);
@@ -199,26 +190,19 @@ impl<B: Backend> Forward<B> {
             if k == passes {
                 self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, 1);
                 self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
-                return Ok(Decoded {
-                    logits: self.backend.read(&sc.logits, v)?,
-                    passes,
-                });
+                return Ok(Decoded { logits: self.backend.read(&sc.logits, v)?, passes });
             }
             if !exit.reads_out(k, passes) {
-                self.backend
-                    .mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
+                self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
                 continue;
             }
-            self.backend
-                .mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
+            self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
             self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
             let logits = self.backend.read(&sc.logits, v)?;
             let logp = exit::log_softmax(&logits);
             if exit.tested(k, passes) {
                 let stat = match exit.criterion {
-                    crate::config::Criterion::Kl => {
-                        exit::kl(&logp, previous.as_deref().expect("read out after k − 1"))
-                    }
+                    crate::config::Criterion::Kl => exit::kl(&logp, previous.as_deref().expect("read out after k − 1")),
                     _ => exit::confidence(&logp),
                 };
                 if exit.holds(stat) {
@@ -226,26 +210,30 @@ impl<B: Backend> Forward<B> {
                 }
             }
             previous = Some(logp);
-            self.backend
-                .mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+            self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
         }
         unreachable!("the last pass returns")
     }
 
-    /// Lays every cache out for a step over `at`, and sizes the scratch for `rows`.
-    fn prepare(&mut self, at: Rows, rows: usize) -> Result<()> {
+    /// Lays every cache out for a step over `at`, and sizes the scratch for `rows` rows
+    /// and `logit_rows` rows of logits.
+    fn prepare(&mut self, at: Rows, rows: usize, logit_rows: usize) -> Result<()> {
         for layer in &mut self.layers {
             let next = Keys::for_step(layer.kind, self.config.window, at.rows);
             let moves = layer.keys.moves(&next, at.pos0);
-            self.backend
-                .relayout(&mut layer.cache, &next, at.end(), &moves)?;
+            self.backend.relayout(&mut layer.cache, &next, at.end(), &moves)?;
             layer.keys = next;
         }
-        if self.scratch.as_ref().is_none_or(|s| s.rows < rows) {
+        if self.scratch.as_ref().is_none_or(|s| s.rows < rows || s.logit_rows < logit_rows) {
             let c = &self.config;
+            let (rows, logit_rows) = match &self.scratch {
+                Some(s) => (rows.max(s.rows), logit_rows.max(s.logit_rows)),
+                None => (rows, logit_rows),
+            };
             let mut buf = |width: usize| self.backend.alloc(rows * width);
             self.scratch = Some(Scratch {
                 rows,
+                logit_rows,
                 x: buf(c.hidden)?,
                 s: buf(c.hidden)?,
                 h: buf(c.hidden)?,
@@ -255,7 +243,7 @@ impl<B: Backend> Forward<B> {
                 o: buf(c.hidden)?,
                 gu: buf(2 * c.ffn)?,
                 m: buf(c.ffn)?,
-                logits: buf(c.vocab_size)?,
+                logits: self.backend.alloc(logit_rows * c.vocab_size)?,
             });
         }
         Ok(())
@@ -269,15 +257,7 @@ impl<B: Backend> Forward<B> {
         for (i, layer) in self.layers.iter_mut().enumerate() {
             let rotate = layer.kind == LayerKind::Sliding || self.config.rope_full;
             b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows);
-            b.prep(
-                i,
-                &mut layer.cache,
-                &layer.keys,
-                &mut sc.q,
-                &sc.qkvg,
-                at,
-                rotate.then_some(rope),
-            );
+            b.prep(i, &mut layer.cache, &layer.keys, &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
             b.attend(i, &layer.cache, &layer.keys, &mut sc.z, &sc.q, &sc.qkvg, at);
             b.project(&mut sc.o, Mat::Out(i), &sc.z, rows);
             b.residual(i, Part::Attn, &mut sc.h, &sc.o, rows);

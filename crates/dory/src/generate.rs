@@ -95,28 +95,15 @@ pub fn generate<B: Backend>(
         out.tokens.push(id);
         out.passes.push(passes);
         let eos = config.eos_token_ids.contains(&id);
-        let mut piece = if eos {
-            String::new()
-        } else {
-            stream.push(tokenizer, id)?
-        };
+        let mut piece = if eos { String::new() } else { stream.push(tokenizer, id)? };
         if i + 1 == req.max_tokens && !eos {
             piece.push_str(&stream.finish(tokenizer)?);
         }
         let (text, stopped) = stops.push(&piece);
         let last = eos || stopped || i + 1 == req.max_tokens;
-        let text = if last && !stopped {
-            text + &stops.finish()
-        } else {
-            text
-        };
+        let text = if last && !stopped { text + &stops.finish() } else { text };
         out.text.push_str(&text);
-        if !on_token(&Token {
-            id,
-            passes,
-            logits: &logits,
-            text: &text,
-        }) {
+        if !on_token(&Token { id, passes, logits: &logits, text: &text }) {
             out.finish = Finish::Cancelled;
             break;
         }
@@ -144,21 +131,13 @@ struct StopMatcher {
 
 impl StopMatcher {
     fn new(stops: &[String]) -> StopMatcher {
-        StopMatcher {
-            stops: stops.iter().filter(|s| !s.is_empty()).cloned().collect(),
-            held: String::new(),
-        }
+        StopMatcher { stops: stops.iter().filter(|s| !s.is_empty()).cloned().collect(), held: String::new() }
     }
 
     /// The text that is safe to show now, and whether a stop string appeared.
     fn push(&mut self, piece: &str) -> (String, bool) {
         self.held.push_str(piece);
-        if let Some(at) = self
-            .stops
-            .iter()
-            .filter_map(|s| self.held.find(s.as_str()))
-            .min()
-        {
+        if let Some(at) = self.stops.iter().filter_map(|s| self.held.find(s.as_str())).min() {
             let text = self.held[..at].to_string();
             self.held.clear();
             return (text, true);
@@ -167,11 +146,7 @@ impl StopMatcher {
         let keep = self
             .stops
             .iter()
-            .flat_map(|s| {
-                (1..s.len())
-                    .filter(|&n| s.is_char_boundary(n))
-                    .map(move |n| &s[..n])
-            })
+            .flat_map(|s| (1..s.len()).filter(|&n| s.is_char_boundary(n)).map(move |n| &s[..n]))
             .filter(|prefix| self.held.ends_with(prefix))
             .map(str::len)
             .max()

@@ -29,9 +29,7 @@ pub fn random_tensors(config: &Config, seed: u64) -> BTreeMap<String, Vec<f32>> 
     for (name, shape) in expected_tensors(config) {
         let n: usize = shape.iter().product();
         let uniform = |rng: &mut Rng, lo: f64, hi: f64| -> Vec<f32> {
-            (0..n)
-                .map(|_| (lo + (hi - lo) * rng.uniform()) as f32)
-                .collect()
+            (0..n).map(|_| (lo + (hi - lo) * rng.uniform()) as f32).collect()
         };
         let values = if shape.len() == 2 {
             // Unit rows, as nGPT keeps its matrices along the embedding dimension.
@@ -69,14 +67,8 @@ pub fn write_weights(
         .map(|(name, v)| {
             let bytes = match dtype {
                 DType::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                DType::F16 => v
-                    .iter()
-                    .flat_map(|&x| f16::from_f32(x).to_le_bytes())
-                    .collect(),
-                DType::BF16 => v
-                    .iter()
-                    .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
-                    .collect(),
+                DType::F16 => v.iter().flat_map(|&x| f16::from_f32(x).to_le_bytes()).collect(),
+                DType::BF16 => v.iter().flat_map(|&x| bf16::from_f32(x).to_le_bytes()).collect(),
             };
             (name, bytes)
         })
@@ -106,47 +98,33 @@ pub fn write_weights(
             })
             .collect::<Result<Vec<_>>>()?;
         let path = dir.join(&file);
-        safetensors::serialize_to_file(views, None, &path).map_err(|e| Error::Safetensors {
-            path,
-            msg: e.to_string(),
-        })?;
+        safetensors::serialize_to_file(views, None, &path)
+            .map_err(|e| Error::Safetensors { path, msg: e.to_string() })?;
     }
     if shards > 1 {
         let index = json!({ "metadata": {}, "weight_map": weight_map });
-        write_file(
-            &dir.join("model.safetensors.index.json"),
-            &serde_json::to_string_pretty(&index).expect("json"),
-        )?;
+        write_file(&dir.join("model.safetensors.index.json"), &serde_json::to_string_pretty(&index).expect("json"))?;
     }
     Ok(())
 }
 
 /// Writes a random model folder: config.json, weights, and a byte-level BPE tokenizer
 /// that fills the vocabulary.
-pub fn write_random_model(
-    dir: &Path,
-    config: &Config,
-    seed: u64,
-    dtype: DType,
-    shards: usize,
-) -> Result<()> {
+pub fn write_random_model(dir: &Path, config: &Config, seed: u64, dtype: DType, shards: usize) -> Result<()> {
     if config.vocab_size < BASE_VOCAB {
-        return Err(invalid!("a random model needs vocab_size ≥ {BASE_VOCAB} (2 special tokens and 256 bytes), got {}", config.vocab_size));
+        return Err(invalid!(
+            "a random model needs vocab_size ≥ {BASE_VOCAB} (2 special tokens and 256 bytes), got {}",
+            config.vocab_size
+        ));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut config = config.clone();
     config.bos_token_id = Some(BOS);
     config.eos_token_ids = vec![EOS];
-    write_file(
-        &dir.join("config.json"),
-        &serde_json::to_string_pretty(&config.to_json()).expect("json"),
-    )?;
+    write_file(&dir.join("config.json"), &serde_json::to_string_pretty(&config.to_json()).expect("json"))?;
     let shapes: BTreeMap<String, Vec<usize>> = expected_tensors(&config).into_iter().collect();
     write_weights(dir, &random_tensors(&config, seed), &shapes, dtype, shards)?;
-    write_file(
-        &dir.join("tokenizer.json"),
-        &tokenizer_json(config.vocab_size),
-    )
+    write_file(&dir.join("tokenizer.json"), &tokenizer_json(config.vocab_size))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -155,8 +133,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 
 /// GPT-2's map of bytes to printable characters, which byte-level BPE vocabularies use.
 fn byte_chars() -> Vec<char> {
-    let printable =
-        |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
     let mut extra = 0;
     (0..256u32)
         .map(|b| {
@@ -180,9 +157,7 @@ pub fn tokenizer_json(vocab: usize) -> String {
     let letters: Vec<String> = ('a'..='z').map(String::from).collect();
     let space = bytes[b' ' as usize].to_string();
     let mut merges: Vec<(String, String)> = vec![];
-    let mut level: Vec<String> = std::iter::once(space)
-        .chain(letters.iter().cloned())
-        .collect();
+    let mut level: Vec<String> = std::iter::once(space).chain(letters.iter().cloned()).collect();
     'fill: while tokens.len() < vocab {
         let mut next = vec![];
         for left in &level {
@@ -198,11 +173,8 @@ pub fn tokenizer_json(vocab: usize) -> String {
         }
         level = next;
     }
-    let vocab_map: serde_json::Map<String, serde_json::Value> = tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.clone(), i.into()))
-        .collect();
+    let vocab_map: serde_json::Map<String, serde_json::Value> =
+        tokens.iter().enumerate().map(|(i, t)| (t.clone(), i.into())).collect();
     let special = |id: u32, content: &str| json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
     let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
     let t = json!({

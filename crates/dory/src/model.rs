@@ -17,19 +17,11 @@ pub struct Model {
 impl Model {
     pub fn load(dir: &Path) -> Result<Model> {
         if !dir.is_dir() {
-            return Err(Error::io(
-                dir,
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no such model folder"),
-            ));
+            return Err(Error::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no such model folder")));
         }
         let config = Config::load(&dir.join("config.json"))?;
         let weights = Weights::load(dir, &config)?;
         let tokenizer = Tokenizer::load(&dir.join("tokenizer.json"), config.vocab_size)?;
-        Ok(Model {
-            dir: dir.to_path_buf(),
-            config,
-            weights,
-            tokenizer,
-        })
+        Ok(Model { dir: dir.to_path_buf(), config, weights, tokenizer })
     }
 }

@@ -27,20 +27,13 @@ impl NpyType for i32 {
 
 /// Writes `data` with `shape` (C order) to `path`.
 pub fn write<T: NpyType>(path: &Path, shape: &[usize], data: &[T]) -> Result<()> {
-    assert_eq!(
-        shape.iter().product::<usize>(),
-        data.len(),
-        "shape and data disagree"
-    );
+    assert_eq!(shape.iter().product::<usize>(), data.len(), "shape and data disagree");
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape_text = match dims.len() {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
     };
-    let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}",
-        T::DESCR
-    );
+    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}", T::DESCR);
     // Magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
     let total = (10 + header.len() + 1).div_ceil(64) * 64;
     header.push_str(&" ".repeat(total - 10 - header.len() - 1));

@@ -43,12 +43,7 @@ mod tests {
         let xs: Vec<f64> = (0..20000).map(|_| r.normal()).collect();
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
-        assert!(
-            mean.abs() < 0.03 && (var - 1.0).abs() < 0.05,
-            "{mean} {var}"
-        );
-        assert!((0..1000)
-            .map(|_| r.uniform())
-            .all(|u| (0.0..1.0).contains(&u)));
+        assert!(mean.abs() < 0.03 && (var - 1.0).abs() < 0.05, "{mean} {var}");
+        assert!((0..1000).map(|_| r.uniform()).all(|u| (0.0..1.0).contains(&u)));
     }
 }

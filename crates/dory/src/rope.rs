@@ -7,9 +7,7 @@
 /// [rows, d], each row the d/2 cosines then the d/2 sines.
 pub fn table(theta: f64, head_dim: usize, pos0: usize, rows: usize) -> Vec<f32> {
     let half = head_dim / 2;
-    let freqs: Vec<f64> = (0..half)
-        .map(|i| theta.powf(-2.0 * i as f64 / head_dim as f64))
-        .collect();
+    let freqs: Vec<f64> = (0..half).map(|i| theta.powf(-2.0 * i as f64 / head_dim as f64)).collect();
     let mut out = vec![0.0f32; rows * head_dim];
     for (r, row) in out.chunks_exact_mut(head_dim).enumerate() {
         let p = (pos0 + r) as f64;

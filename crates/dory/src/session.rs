@@ -31,21 +31,17 @@ pub struct Prompted {
 impl<B: Backend> Session<B> {
     pub fn new(forward: Forward<B>) -> Session<B> {
         let exit = forward.config().exit;
-        Session {
-            forward,
-            pos: 0,
-            pending: None,
-            recent: VecDeque::new(),
-            exit,
-        }
+        Session { forward, pos: 0, pending: None, recent: VecDeque::new(), exit }
     }
 
     pub fn forward(&self) -> &Forward<B> {
         &self.forward
     }
 
-    pub fn backend_mut(&mut self) -> &mut B {
-        &mut self.forward.backend
+    /// The step itself, for callers that feed segments without the session's
+    /// bookkeeping (perplexity over windows, benchmarks).
+    pub fn forward_mut(&mut self) -> &mut Forward<B> {
+        &mut self.forward
     }
 
     /// Positions fed so far.
@@ -83,10 +79,7 @@ impl<B: Backend> Session<B> {
             return Err(invalid!("the prompt is empty"));
         }
         if let Some(&bad) = seg.iter().find(|&&id| id as usize >= config.vocab_size) {
-            return Err(invalid!(
-                "token id {bad} is not below vocab_size {}",
-                config.vocab_size
-            ));
+            return Err(invalid!("token id {bad} is not below vocab_size {}", config.vocab_size));
         }
         let logits = self.forward.segment(&seg, self.pos, want)?;
         self.pos += seg.len();
@@ -104,10 +97,7 @@ impl<B: Backend> Session<B> {
 
     /// Feeds the pending sampled token as one decoding step, with the session's exit rule.
     pub fn decode(&mut self) -> Result<Decoded> {
-        let id = self
-            .pending
-            .take()
-            .ok_or_else(|| invalid!("no sampled token to feed"))?;
+        let id = self.pending.take().ok_or_else(|| invalid!("no sampled token to feed"))?;
         let out = self.forward.decode(id, self.pos, &self.exit)?;
         self.pos += 1;
         Ok(out)
@@ -116,10 +106,7 @@ impl<B: Backend> Session<B> {
     /// Feeds `id` as one decoding step (a replay: a token the caller chose).
     pub fn step(&mut self, id: u32) -> Result<Decoded> {
         if id as usize >= self.forward.config().vocab_size {
-            return Err(invalid!(
-                "token id {id} is not below vocab_size {}",
-                self.forward.config().vocab_size
-            ));
+            return Err(invalid!("token id {id} is not below vocab_size {}", self.forward.config().vocab_size));
         }
         self.sampled(id);
         self.decode()

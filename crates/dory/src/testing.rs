@@ -59,17 +59,12 @@ pub mod fixtures {
 
     impl Case {
         pub fn load(dir: &Path) -> Case {
-            let json: Value = serde_json::from_str(
-                &std::fs::read_to_string(dir.join("case.json")).expect("case.json"),
-            )
-            .expect("json");
+            let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).expect("case.json"))
+                .expect("json");
             let bytes = std::fs::read(dir.join("expected.safetensors")).expect("expected");
             let st = safetensors::SafeTensors::deserialize(&bytes).expect("expected.safetensors");
-            let expected = st
-                .tensors()
-                .into_iter()
-                .map(|(n, t)| (n, (t.shape().to_vec(), t.data().to_vec())))
-                .collect();
+            let expected =
+                st.tensors().into_iter().map(|(n, t)| (n, (t.shape().to_vec(), t.data().to_vec()))).collect();
             Case { json, expected }
         }
 
@@ -78,17 +73,11 @@ pub mod fixtures {
         }
 
         pub fn ids(&self, field: &str) -> Option<Vec<u32>> {
-            self.json[field]
-                .as_array()
-                .map(|a| a.iter().map(|v| v.as_u64().expect("id") as u32).collect())
+            self.json[field].as_array().map(|a| a.iter().map(|v| v.as_u64().expect("id") as u32).collect())
         }
 
         fn f32s(&self, name: &str) -> Vec<f32> {
-            self.expected[name]
-                .1
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()
+            self.expected[name].1.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
         }
 
         fn i32s(&self, name: &str) -> Vec<usize> {
@@ -103,9 +92,7 @@ pub mod fixtures {
         fn tolerance(&self, pos: usize) -> f64 {
             let seal = self.json["seal_pos"].as_u64().map(|p| p as usize);
             match seal {
-                Some(s) if pos < s => self.json["tolerance_before_seal"]
-                    .as_f64()
-                    .expect("tolerance_before_seal"),
+                Some(s) if pos < s => self.json["tolerance_before_seal"].as_f64().expect("tolerance_before_seal"),
                 _ => self.json["tolerance"].as_f64().expect("tolerance"),
             }
         }
@@ -127,17 +114,11 @@ pub mod fixtures {
             self.rows += 1;
             self.worst = self.worst.max(err / bound);
             if err > bound {
-                self.failures.push(format!(
-                    "{what} at position {pos}: relative error {err:.3e} > {bound:.0e}"
-                ));
+                self.failures.push(format!("{what} at position {pos}: relative error {err:.3e} > {bound:.0e}"));
             }
             // The ids are the greedy chain: a correct replay's argmax agrees.
             if argmax(got) != argmax(want) {
-                self.failures.push(format!(
-                    "{what} at position {pos}: argmax {} ≠ {}",
-                    argmax(got),
-                    argmax(want)
-                ));
+                self.failures.push(format!("{what} at position {pos}: argmax {} ≠ {}", argmax(got), argmax(want)));
             }
         }
     }
@@ -150,13 +131,7 @@ pub mod fixtures {
         let mut pos = 0;
         let phases = [
             ("prompt", "steps", "prefill_logits", "step_logits", "passes"),
-            (
-                "prompt2",
-                "steps2",
-                "prefill2_logits",
-                "step2_logits",
-                "passes2",
-            ),
+            ("prompt2", "steps2", "prefill2_logits", "step2_logits", "passes2"),
         ];
         for (prompt, steps, pre, stp, passes) in phases {
             let Some(ids) = case.ids(prompt) else {
@@ -172,13 +147,7 @@ pub mod fixtures {
             let want_passes = case.i32s(passes);
             for (i, &id) in case.ids(steps).unwrap_or_default().iter().enumerate() {
                 let out = session.step(id)?;
-                r.compare(
-                    steps,
-                    pos,
-                    &out.logits,
-                    &want[i * v..][..v],
-                    case.tolerance(pos),
-                );
+                r.compare(steps, pos, &out.logits, &want[i * v..][..v], case.tolerance(pos));
                 if out.passes != want_passes[i] {
                     r.failures.push(format!(
                         "{steps}[{i}] at position {pos}: {} passes, expected {}",

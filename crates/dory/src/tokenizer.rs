@@ -13,22 +13,13 @@ impl Tokenizer {
     /// Loads `path` and checks that every id it can produce is below `vocab_size`.
     pub fn load(path: &Path, vocab_size: usize) -> Result<Tokenizer> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| Error::Tokenizer {
-            path: path.into(),
-            msg: format!("not a valid tokenizer: {e}"),
-        })?;
-        let largest = inner
-            .get_vocab(true)
-            .into_values()
-            .max()
-            .map_or(0, |id| id as usize + 1);
+        let inner = tokenizers::Tokenizer::from_bytes(&bytes)
+            .map_err(|e| Error::Tokenizer { path: path.into(), msg: format!("not a valid tokenizer: {e}") })?;
+        let largest = inner.get_vocab(true).into_values().max().map_or(0, |id| id as usize + 1);
         if largest > vocab_size {
             return Err(Error::Tokenizer {
                 path: path.into(),
-                msg: format!(
-                    "its vocabulary has ids up to {} but the model's vocab_size is {vocab_size}",
-                    largest - 1
-                ),
+                msg: format!("its vocabulary has ids up to {} but the model's vocab_size is {vocab_size}", largest - 1),
             });
         }
         Ok(Tokenizer { inner })
@@ -36,18 +27,14 @@ impl Tokenizer {
 
     /// Token ids of `text`, without special tokens (spec §5).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| Error::Invalid(format!("cannot tokenize the prompt: {e}")))?;
+        let enc =
+            self.inner.encode(text, false).map_err(|e| Error::Invalid(format!("cannot tokenize the prompt: {e}")))?;
         Ok(enc.get_ids().to_vec())
     }
 
     /// The text of `ids`, special tokens included (a user sees what the model wrote).
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner
-            .decode(ids, false)
-            .map_err(|e| Error::Invalid(format!("cannot decode tokens: {e}")))
+        self.inner.decode(ids, false).map_err(|e| Error::Invalid(format!("cannot decode tokens: {e}")))
     }
 
     pub fn id_of(&self, token: &str) -> Option<u32> {

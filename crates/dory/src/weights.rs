@@ -54,9 +54,7 @@ impl TensorView<'_> {
         let mut out = vec![0.0f32; self.len()];
         const CHUNK: usize = 1 << 16;
         let size = self.dtype.size();
-        out.par_chunks_mut(CHUNK)
-            .zip(self.bytes.par_chunks(CHUNK * size))
-            .for_each(|(o, b)| widen(self.dtype, b, o));
+        out.par_chunks_mut(CHUNK).zip(self.bytes.par_chunks(CHUNK * size)).for_each(|(o, b)| widen(self.dtype, b, o));
         out
     }
 }
@@ -123,11 +121,7 @@ pub fn expected_tensors(c: &Config) -> Vec<(String, Vec<usize>)> {
             ("mlp.up_scale", vec![f]),
             ("mlp.alpha", vec![d]),
         ];
-        t.extend(
-            shapes
-                .into_iter()
-                .map(|(n, s)| (format!("layers.{i}.{n}"), s)),
-        );
+        t.extend(shapes.into_iter().map(|(n, s)| (format!("layers.{i}.{n}"), s)));
     }
     t
 }
@@ -157,10 +151,7 @@ impl Weights {
         Ok(weights)
     }
 
-    fn open(
-        paths: &[PathBuf],
-        index: Option<(&Path, &BTreeMap<String, String>, &[String])>,
-    ) -> Result<Weights> {
+    fn open(paths: &[PathBuf], index: Option<(&Path, &BTreeMap<String, String>, &[String])>) -> Result<Weights> {
         let mut maps = Vec::new();
         let mut entries = HashMap::new();
         let mut stored_bytes = 0;
@@ -169,12 +160,9 @@ impl Weights {
             // SAFETY: the file is mapped read-only; like every engine that maps weights,
             // we rely on nobody truncating it while the model is loaded.
             let map = unsafe { Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
-            let bad = |msg: String| Error::Safetensors {
-                path: path.clone(),
-                msg,
-            };
-            let (header, meta) = SafeTensors::read_metadata(&map)
-                .map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
+            let bad = |msg: String| Error::Safetensors { path: path.clone(), msg };
+            let (header, meta) =
+                SafeTensors::read_metadata(&map).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
             let base = 8 + header;
             for (name, info) in meta.tensors() {
                 let dtype = match info.dtype {
@@ -194,27 +182,15 @@ impl Weights {
                         return Err(Error::Tensor {
                             path: path.clone(),
                             name: name.clone(),
-                            rule: format!(
-                                "is not listed for this file in {}",
-                                index_path.display()
-                            ),
+                            rule: format!("is not listed for this file in {}", index_path.display()),
                         });
                     }
                 }
                 let (s, e) = info.data_offsets;
                 stored_bytes += e - s;
-                let entry = Entry {
-                    file,
-                    dtype,
-                    shape: info.shape.clone(),
-                    bytes: base + s..base + e,
-                };
+                let entry = Entry { file, dtype, shape: info.shape.clone(), bytes: base + s..base + e };
                 if entries.insert(name.clone(), entry).is_some() {
-                    return Err(Error::Tensor {
-                        path: path.clone(),
-                        name,
-                        rule: "appears in two shards".into(),
-                    });
+                    return Err(Error::Tensor { path: path.clone(), name, rule: "appears in two shards".into() });
                 }
             }
             maps.push(map);
@@ -228,12 +204,7 @@ impl Weights {
                 });
             }
         }
-        Ok(Weights {
-            maps,
-            paths: paths.to_vec(),
-            entries,
-            stored_bytes,
-        })
+        Ok(Weights { maps, paths: paths.to_vec(), entries, stored_bytes })
     }
 
     fn check(&self, config: &Config, dir: &Path) -> Result<()> {
@@ -245,11 +216,7 @@ impl Weights {
         };
         for (name, shape) in &expected {
             let Some(e) = self.entries.get(name) else {
-                return Err(Error::Tensor {
-                    path: path_of(name),
-                    name: name.clone(),
-                    rule: "missing".into(),
-                });
+                return Err(Error::Tensor { path: path_of(name), name: name.clone(), rule: "missing".into() });
             };
             if &e.shape != shape {
                 return Err(Error::Tensor {
@@ -260,13 +227,8 @@ impl Weights {
             }
         }
         if self.entries.len() != expected.len() {
-            let known: std::collections::HashSet<&str> =
-                expected.iter().map(|(n, _)| n.as_str()).collect();
-            let mut extra: Vec<&String> = self
-                .entries
-                .keys()
-                .filter(|n| !known.contains(n.as_str()))
-                .collect();
+            let known: std::collections::HashSet<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
+            let mut extra: Vec<&String> = self.entries.keys().filter(|n| !known.contains(n.as_str())).collect();
             extra.sort();
             return Err(Error::Tensor {
                 path: path_of(extra[0]),
@@ -281,11 +243,7 @@ impl Weights {
             (!finite).then(|| name.clone())
         });
         if let Some(name) = bad {
-            return Err(Error::Tensor {
-                path: path_of(&name),
-                name,
-                rule: "holds a NaN or an infinity".into(),
-            });
+            return Err(Error::Tensor { path: path_of(&name), name, rule: "holds a NaN or an infinity".into() });
         }
         Ok(())
     }
@@ -293,15 +251,8 @@ impl Weights {
     /// A checked tensor. Panics on a name that `expected_tensors` does not list, which
     /// is a bug in the engine, never bad input: `load` has checked them all.
     pub fn get(&self, name: &str) -> TensorView<'_> {
-        let e = self
-            .entries
-            .get(name)
-            .unwrap_or_else(|| panic!("no tensor {name}"));
-        TensorView {
-            dtype: e.dtype,
-            shape: &e.shape,
-            bytes: &self.maps[e.file][e.bytes.clone()],
-        }
+        let e = self.entries.get(name).unwrap_or_else(|| panic!("no tensor {name}"));
+        TensorView { dtype: e.dtype, shape: &e.shape, bytes: &self.maps[e.file][e.bytes.clone()] }
     }
 
     /// The dtype most tensors are stored in (they may differ; all are widened to f32).
@@ -312,43 +263,30 @@ impl Weights {
 
 fn all_finite(dtype: DType, bytes: &[u8]) -> bool {
     match dtype {
-        DType::F32 => bytes
-            .chunks_exact(4)
-            .all(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7f80_0000 != 0x7f80_0000),
-        DType::F16 => bytes
-            .chunks_exact(2)
-            .all(|b| u16::from_le_bytes([b[0], b[1]]) & 0x7c00 != 0x7c00),
-        DType::BF16 => bytes
-            .chunks_exact(2)
-            .all(|b| u16::from_le_bytes([b[0], b[1]]) & 0x7f80 != 0x7f80),
+        DType::F32 => {
+            bytes.chunks_exact(4).all(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7f80_0000 != 0x7f80_0000)
+        }
+        DType::F16 => bytes.chunks_exact(2).all(|b| u16::from_le_bytes([b[0], b[1]]) & 0x7c00 != 0x7c00),
+        DType::BF16 => bytes.chunks_exact(2).all(|b| u16::from_le_bytes([b[0], b[1]]) & 0x7f80 != 0x7f80),
     }
 }
 
 /// The shard files in order, and the tensor → file map.
 fn read_index(path: &Path) -> Result<(Vec<String>, BTreeMap<String, String>)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |msg: String| Error::Json {
-        path: path.into(),
-        msg,
-    };
+    let bad = |msg: String| Error::Json { path: path.into(), msg };
     let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
     let map = v
         .get("weight_map")
         .and_then(Value::as_object)
-        .ok_or_else(|| {
-            bad("field `weight_map` must be an object of tensor name → shard file".into())
-        })?;
+        .ok_or_else(|| bad("field `weight_map` must be an object of tensor name → shard file".into()))?;
     let mut files: Vec<String> = Vec::new();
     let mut out = BTreeMap::new();
     for (name, file) in map {
         let file = file
             .as_str()
             .filter(|f| !f.contains('/') && !f.contains('\\') && !f.is_empty())
-            .ok_or_else(|| {
-                bad(format!(
-                    "weight_map[`{name}`] must name a file in the model folder"
-                ))
-            })?;
+            .ok_or_else(|| bad(format!("weight_map[`{name}`] must name a file in the model folder")))?;
         if !files.iter().any(|f| f == file) {
             files.push(file.to_string());
         }
@@ -368,10 +306,7 @@ mod tests {
         assert!(all_finite(DType::F32, &[f(1.0), f(-3e38)].concat()));
         assert!(!all_finite(DType::F32, &[f(1.0), f(f32::NAN)].concat()));
         assert!(!all_finite(DType::F32, &f(f32::NEG_INFINITY)));
-        assert!(all_finite(
-            DType::F16,
-            &f16::from_f32(65504.0).to_le_bytes()
-        ));
+        assert!(all_finite(DType::F16, &f16::from_f32(65504.0).to_le_bytes()));
         assert!(!all_finite(DType::F16, &f16::INFINITY.to_le_bytes()));
         assert!(all_finite(DType::BF16, &bf16::from_f32(3e38).to_le_bytes()));
         assert!(!all_finite(DType::BF16, &bf16::NAN.to_le_bytes()));
@@ -380,31 +315,12 @@ mod tests {
     #[test]
     fn widening_is_exact() {
         let vals = [1.5f32, -0.0078125, 3.0e-5, 65504.0];
-        let b: Vec<u8> = vals
-            .iter()
-            .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
-            .collect();
-        let t = TensorView {
-            dtype: DType::BF16,
-            shape: &[4],
-            bytes: &b,
-        };
+        let b: Vec<u8> = vals.iter().flat_map(|&x| bf16::from_f32(x).to_le_bytes()).collect();
+        let t = TensorView { dtype: DType::BF16, shape: &[4], bytes: &b };
         let want: Vec<f32> = vals.iter().map(|&x| bf16::from_f32(x).to_f32()).collect();
         assert_eq!(t.to_f32(), want);
-        let h: Vec<u8> = vals
-            .iter()
-            .flat_map(|&x| f16::from_f32(x).to_le_bytes())
-            .collect();
-        let t = TensorView {
-            dtype: DType::F16,
-            shape: &[4],
-            bytes: &h,
-        };
-        assert_eq!(
-            t.to_f32(),
-            vals.iter()
-                .map(|&x| f16::from_f32(x).to_f32())
-                .collect::<Vec<_>>()
-        );
+        let h: Vec<u8> = vals.iter().flat_map(|&x| f16::from_f32(x).to_le_bytes()).collect();
+        let t = TensorView { dtype: DType::F16, shape: &[4], bytes: &h };
+        assert_eq!(t.to_f32(), vals.iter().map(|&x| f16::from_f32(x).to_f32()).collect::<Vec<_>>());
     }
 }

@@ -16,18 +16,8 @@ fn exact_cases_replay_within_the_spec() {
             let backend = dory::cpu::Cpu::new(&model.config, &model.weights);
             let mut session = Session::new(Forward::new(backend, &model.config, chunk).unwrap());
             let r = replay(&case, &mut session).expect("replay");
-            println!(
-                "{} chunk {chunk}: {} rows, worst error {:.3} of the bound",
-                dir.display(),
-                r.rows,
-                r.worst
-            );
-            assert!(
-                r.failures.is_empty(),
-                "{} (chunk {chunk}):\n{}",
-                dir.display(),
-                r.failures.join("\n")
-            );
+            println!("{} chunk {chunk}: {} rows, worst error {:.3} of the bound", dir.display(), r.rows, r.worst);
+            assert!(r.failures.is_empty(), "{} (chunk {chunk}):\n{}", dir.display(), r.failures.join("\n"));
         }
         replayed += 1;
     }

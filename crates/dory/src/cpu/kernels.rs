@@ -7,8 +7,7 @@ use rayon::prelude::*;
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the features this function was compiled for are present.
             return unsafe { dot_avx2(a, b) };
         }
@@ -33,11 +32,7 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
         i += 32;
     }
     while i + 8 <= n {
-        acc[0] = _mm256_fmadd_ps(
-            _mm256_loadu_ps(pa.add(i)),
-            _mm256_loadu_ps(pb.add(i)),
-            acc[0],
-        );
+        acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
         i += 8;
     }
     let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
@@ -54,12 +49,7 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
 fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
     for (x, y) in ca.zip(cb) {
         for l in 0..8 {
             acc[l] += x[l] * y[l];
@@ -82,11 +72,7 @@ pub fn matmul(out: &mut [f32], x: &[f32], w: &[f32], rows: usize, k: usize, n: u
         }
         return;
     }
-    let parallelism = if rows * k * n >= PARALLEL_WORK {
-        gemm::Parallelism::Rayon(0)
-    } else {
-        gemm::Parallelism::None
-    };
+    let parallelism = if rows * k * n >= PARALLEL_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     // SAFETY: the pointers cover [rows, n], [rows, k] and [n, k] with the strides given.
     unsafe {
         gemm::gemm(
@@ -124,13 +110,11 @@ fn gemv(out: &mut [f32], x: &[f32], w: &[f32], k: usize) {
     }
     // Blocks of rows big enough that a task outweighs its scheduling.
     let block = (PARALLEL_WORK / k).clamp(8, 256);
-    out.par_chunks_mut(block)
-        .zip(w[..n * k].par_chunks(block * k))
-        .for_each(|(o, wb)| {
-            for (o, wr) in o.iter_mut().zip(wb.chunks_exact(k)) {
-                *o = dot(wr, x);
-            }
-        });
+    out.par_chunks_mut(block).zip(w[..n * k].par_chunks(block * k)).for_each(|(o, wb)| {
+        for (o, wr) in o.iter_mut().zip(wb.chunks_exact(k)) {
+            *o = dot(wr, x);
+        }
+    });
 }
 
 /// 1 / √(Σ x² + ε), the factor of N(x).
@@ -160,9 +144,7 @@ mod tests {
         let mut out = vec![0.0f64; rows * n];
         for r in 0..rows {
             for j in 0..n {
-                out[r * n + j] = (0..k)
-                    .map(|i| x[r * k + i] as f64 * w[j * k + i] as f64)
-                    .sum();
+                out[r * n + j] = (0..k).map(|i| x[r * k + i] as f64 * w[j * k + i] as f64).sum();
             }
         }
         out
@@ -170,27 +152,15 @@ mod tests {
 
     #[test]
     fn matmul_matches_the_formula_on_odd_shapes() {
-        for (i, &(rows, k, n)) in [
-            (1, 1757, 33),
-            (2, 64, 1025),
-            (3, 7, 5),
-            (17, 96, 130),
-            (64, 384, 960),
-            (1, 4096, 9),
-        ]
-        .iter()
-        .enumerate()
+        for (i, &(rows, k, n)) in
+            [(1, 1757, 33), (2, 64, 1025), (3, 7, 5), (17, 96, 130), (64, 384, 960), (1, 4096, 9)].iter().enumerate()
         {
             let x = rand_vec(rows * k, 10 + i as u64);
             let w = rand_vec(n * k, 20 + i as u64);
             let mut out = vec![f32::NAN; rows * n];
             matmul(&mut out, &x, &w, rows, k, n);
             let want = naive_matmul(&x, &w, rows, k, n);
-            assert!(
-                rel_err(&out, &want) < 1e-5,
-                "{rows}×{k}×{n}: {}",
-                rel_err(&out, &want)
-            );
+            assert!(rel_err(&out, &want) < 1e-5, "{rows}×{k}×{n}: {}", rel_err(&out, &want));
         }
     }
 

@@ -64,13 +64,7 @@ impl Cpu {
                 }
             })
             .collect();
-        Cpu {
-            c: config.clone(),
-            embed: f("embed"),
-            head: f("head"),
-            head_scale: f("head_scale"),
-            layers,
-        }
+        Cpu { c: config.clone(), embed: f("embed"), head: f("head"), head_scale: f("head_scale"), layers }
     }
 
     /// Bytes of weights this backend holds.
@@ -92,27 +86,29 @@ impl Cpu {
     }
 }
 
-/// The attention of the four query heads of one KV head of one row over `span` keys:
-/// z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d].
+/// One KV head's keys and values: [slots, stride] storage, the head at `offset`.
+struct KvHead<'a> {
+    k: &'a [f32],
+    v: &'a [f32],
+    stride: usize,
+    offset: usize,
+}
+
+/// The attention of the four query heads of one KV head of one row over the keys in
+/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d].
 fn attend_group(
     z4: &mut [f32],
     q4: &[f32],
-    k: &[f32],
-    v: &[f32],
+    kv: &KvHead,
     slots: impl Iterator<Item = usize> + Clone,
-    kv: (usize, usize),
     scale: f32,
     scores: &mut Vec<f32>,
 ) {
-    let (stride, off) = kv;
+    let (k, v, stride, off) = (kv.k, kv.v, kv.stride, kv.offset);
     let d = z4.len() / 4;
     for (zh, qh) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)) {
         scores.clear();
-        scores.extend(
-            slots
-                .clone()
-                .map(|s| scale * dot(qh, &k[s * stride + off..][..d])),
-        );
+        scores.extend(slots.clone().map(|s| scale * dot(qh, &k[s * stride + off..][..d])));
         let max = scores.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
         let mut sum = 0.0f32;
         for x in scores.iter_mut() {
@@ -145,21 +141,11 @@ impl Backend for Cpu {
         Ok(CpuCache::default())
     }
 
-    fn relayout(
-        &mut self,
-        cache: &mut CpuCache,
-        next: &Keys,
-        end: usize,
-        moves: &[(usize, usize)],
-    ) -> Result<()> {
+    fn relayout(&mut self, cache: &mut CpuCache, next: &Keys, end: usize, moves: &[(usize, usize)]) -> Result<()> {
         let width = self.c.kv_width();
         let len = next.slots(end) * width;
         for store in [&mut cache.k, &mut cache.v] {
-            let old = if moves.is_empty() {
-                None
-            } else {
-                Some(std::mem::take(store))
-            };
+            let old = if moves.is_empty() { None } else { Some(std::mem::take(store)) };
             store.resize(len, 0.0);
             if let Some(old) = old {
                 for &(from, to) in moves {
@@ -184,18 +170,14 @@ impl Backend for Cpu {
             match mix {
                 Mix::Enter => {
                     s.copy_from_slice(x);
-                    h.iter_mut()
-                        .zip(s.iter().zip(x))
-                        .for_each(|(h, (s, x))| *h = s + x);
+                    h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
                     normalize(h, eps);
                 }
                 Mix::Between | Mix::ReadOut => {
                     let r = inv_norm(h, eps);
                     s.iter_mut().zip(h.iter()).for_each(|(s, h)| *s = h * r);
                     if mix == Mix::Between {
-                        h.iter_mut()
-                            .zip(s.iter().zip(x))
-                            .for_each(|(h, (s, x))| *h = s + x);
+                        h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
                         normalize(h, eps);
                     } else {
                         h.copy_from_slice(s);
@@ -203,9 +185,7 @@ impl Backend for Cpu {
                 }
                 Mix::Leave => normalize(h, eps),
                 Mix::Resume => {
-                    h.iter_mut()
-                        .zip(s.iter().zip(x))
-                        .for_each(|(h, (s, x))| *h = s + x);
+                    h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
                     normalize(h, eps);
                 }
             }
@@ -276,31 +256,20 @@ impl Backend for Cpu {
         let (scale, width) = (c.attn_scale, c.qkvg_width());
         let gate_scale = &self.layers[layer].gate_scale;
         // One task per (row, KV head): its four query heads share the keys.
-        z[..at.rows * qd]
-            .par_chunks_mut(4 * d)
-            .enumerate()
-            .for_each_init(Vec::new, |scores, (t, z4)| {
-                let (r, kh) = (t / nk, t % nk);
-                let p = at.pos0 + r;
-                let slots = keys.visible(p).map(|j| keys.slot(j));
-                let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
-                attend_group(
-                    z4,
-                    q4,
-                    &cache.k,
-                    &cache.v,
-                    slots,
-                    (kd, kh * d),
-                    scale,
-                    scores,
-                );
-                // The gate: z ⊙ σ(yg ⊙ gate_scale).
-                let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
-                let gs = &gate_scale[kh * 4 * d..][..4 * d];
-                for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
-                    *z *= sigmoid(g * s);
-                }
-            });
+        z[..at.rows * qd].par_chunks_mut(4 * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
+            let (r, kh) = (t / nk, t % nk);
+            let p = at.pos0 + r;
+            let slots = keys.visible(p).map(|j| keys.slot(j));
+            let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
+            let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
+            attend_group(z4, q4, &kv, slots, scale, scores);
+            // The gate: z ⊙ σ(yg ⊙ gate_scale).
+            let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
+            let gs = &gate_scale[kh * 4 * d..][..4 * d];
+            for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
+                *z *= sigmoid(g * s);
+            }
+        });
     }
 
     fn swiglu(&mut self, layer: usize, m: &mut Vec<f32>, gu: &Vec<f32>, rows: usize) {
@@ -337,9 +306,7 @@ impl Backend for Cpu {
         let (d, v) = (self.c.hidden, self.c.vocab_size);
         matmul(out, &h[first * d..], &self.head, rows, d, v);
         for row in out[..rows * v].chunks_exact_mut(v) {
-            row.iter_mut()
-                .zip(&self.head_scale)
-                .for_each(|(x, s)| *x *= s);
+            row.iter_mut().zip(&self.head_scale).for_each(|(x, s)| *x *= s);
         }
     }
 
@@ -352,8 +319,7 @@ impl Backend for Cpu {
         rows: usize,
         width: usize,
     ) {
-        dst[dst_row * width..][..rows * width]
-            .copy_from_slice(&src[src_row * width..][..rows * width]);
+        dst[dst_row * width..][..rows * width].copy_from_slice(&src[src_row * width..][..rows * width]);
     }
 
     fn read(&mut self, buf: &Vec<f32>, len: usize) -> Result<Vec<f32>> {

@@ -1,0 +1,103 @@
+//! What the commands share: finding the model, building a session, exit rules, memory.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use dory::{Criterion, ExitRule, Model};
+
+/// Where the model comes from (`--model`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// The model folder [default: $DORY_MODEL, else ./models/dory-tiny, else the
+    /// models/dory-tiny of the repository this binary was built from]
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
+    /// Rows of a prompt run at once (a memory bound; the logits do not depend on it).
+    #[arg(long, default_value_t = dory::DEFAULT_CHUNK, value_name = "ROWS")]
+    pub chunk: usize,
+}
+
+impl ModelArgs {
+    pub fn dir(&self) -> Result<PathBuf> {
+        if let Some(dir) = &self.model {
+            return Ok(dir.clone());
+        }
+        if let Some(dir) = std::env::var_os("DORY_MODEL") {
+            return Ok(dir.into());
+        }
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/dory-tiny");
+        for dir in [PathBuf::from("models/dory-tiny"), shipped] {
+            if dir.join("config.json").exists() {
+                return Ok(dir);
+            }
+        }
+        bail!(
+            "no model found: pass --model DIR or set DORY_MODEL to a model folder (config.json, \
+             model.safetensors, tokenizer.json), or make a random one with \
+             `dory init --config CONFIG.json --seed 0 --out DIR`"
+        )
+    }
+
+    pub fn load(&self) -> Result<Model> {
+        let dir = self.dir()?;
+        Model::load(&dir).with_context(|| format!("cannot load the model in {}", dir.display()))
+    }
+
+    pub fn session(&self, model: &Model) -> Result<dory::Session<dory::cpu::Cpu>> {
+        anyhow::ensure!(self.chunk >= 1, "--chunk must be ≥ 1");
+        Ok(dory::cpu_session(model, self.chunk)?)
+    }
+}
+
+/// `none`, `kl:T` or `confidence:T`, optionally `…:T:MIN_PASSES`.
+pub fn parse_exit(text: &str) -> Result<ExitRule> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let criterion = match parts[0] {
+        "none" if parts.len() == 1 => return Ok(ExitRule::NONE),
+        "kl" => Criterion::Kl,
+        "confidence" => Criterion::Confidence,
+        _ => bail!("--exit must be none, kl:T or confidence:T (optionally :MIN_PASSES), got {text:?}"),
+    };
+    let threshold: f64 = match parts.get(1).map(|t| t.parse::<f64>()) {
+        Some(Ok(t)) if t.is_finite() && t >= 0.0 => t,
+        _ => bail!("--exit {text:?}: the threshold must be a number ≥ 0"),
+    };
+    let min_passes = match parts.get(2).map(|m| m.parse::<usize>()) {
+        None => 1,
+        Some(Ok(m)) if m >= 1 => m,
+        _ => bail!("--exit {text:?}: min_passes must be an integer ≥ 1"),
+    };
+    if parts.len() > 3 {
+        bail!("--exit {text:?}: too many fields");
+    }
+    Ok(ExitRule { criterion, threshold, min_passes })
+}
+
+/// The process's peak resident memory in bytes, where the OS tells it.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_rules_parse() {
+        assert_eq!(parse_exit("none").unwrap(), ExitRule::NONE);
+        let r = parse_exit("kl:0.05").unwrap();
+        assert_eq!((r.criterion, r.threshold, r.min_passes), (Criterion::Kl, 0.05, 1));
+        let r = parse_exit("confidence:0.9:2").unwrap();
+        assert_eq!((r.criterion, r.threshold, r.min_passes), (Criterion::Confidence, 0.9, 2));
+        for bad in ["", "kl", "kl:x", "kl:-1", "confidence:0.5:0", "entropy:1", "none:1", "kl:1:2:3"] {
+            assert!(parse_exit(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The `dory` command end to end: the binary spawned as a user would.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn dory(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dory")).args(args).env_remove("DORY_MODEL").output().expect("spawn dory")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = dory(args);
+    assert!(out.status.success(), "dory {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The command fails with one line on stderr that contains `want`.
+fn fails(args: &[&str], want: &str) {
+    let out = dory(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "dory {args:?} should fail");
+    assert!(err.contains(want), "dory {args:?}: {err:?} should mention {want:?}");
+    assert!(!err.contains("panicked"), "dory {args:?} panicked: {err}");
+}
+
+fn model(dir: &Path) -> String {
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"architecture":"dory","vocab_size":400,"hidden":32,"heads":4,"kv_heads":1,"head_dim":16,
+            "ffn":64,"layers":["sliding","full"],"passes":3,"window":8,"max_context":64}"#,
+    )
+    .unwrap();
+    let out = dir.join("model");
+    ok(&["init", "--config", config.to_str().unwrap(), "--seed", "5", "--out", out.to_str().unwrap()]);
+    out.to_str().unwrap().to_string()
+}
+
+fn read_npy(path: &Path) -> (String, Vec<u8>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..6], b"\x93NUMPY");
+    let n = u16::from_le_bytes([b[8], b[9]]) as usize;
+    (String::from_utf8(b[10..10 + n].to_vec()).unwrap(), b[10 + n..].to_vec())
+}
+
+#[test]
+fn generate_streams_deterministic_text_and_writes_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let npy = dir.path().join("out.npy");
+    let args = [
+        "generate",
+        "--model",
+        &m,
+        "-n",
+        "12",
+        "--temperature",
+        "0",
+        "--no-echo",
+        "--logits",
+        npy.to_str().unwrap(),
+        "hello there",
+    ];
+    let a = ok(&args);
+    assert_eq!(a, ok(&args), "greedy decoding is deterministic");
+    assert!(!a.trim().is_empty());
+    let (header, data) = read_npy(&npy);
+    assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (12, 400)"), "{header}");
+    assert_eq!(data.len(), 12 * 400 * 4);
+    let (header, data) = read_npy(&dir.path().join("out.tokens.npy"));
+    assert!(header.contains("'<i4'") && header.contains("(12,)"), "{header}");
+    // Each token is the argmax of its logits row (greedy).
+    let (_, lb) = read_npy(&npy);
+    let rows: Vec<f32> = lb.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let toks: Vec<i32> = data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    for (row, &t) in rows.chunks(400).zip(&toks) {
+        assert_eq!(dory::sampler::argmax(row) as i32, t);
+    }
+    // The prompt from stdin, echoed, with sampling and stats.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dory"))
+        .args(["generate", "--model", &m, "-n", "5", "--seed", "3", "--stats", "--exit", "confidence:0.01"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"from stdin").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("from stdin"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tokens/s") && err.contains("passes per token: 1.") && err.contains("peak memory"), "{err}");
+}
+
+#[test]
+fn info_ppl_and_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let info = ok(&["info", "--model", &m, "--context", "100"]);
+    assert!(info.contains("parameters") && info.contains("[sliding, full] × 3 passes"), "{info}");
+    // 8 (window) + 100 positions of K·d = 16 keys and values in f32.
+    assert!(info.contains(&format!("{:.1} MiB at context 100", (108 * 2 * 16 * 4) as f64 / 1048576.0)), "{info}");
+    let text = dir.path().join("text.txt");
+    std::fs::write(&text, "the quick brown fox jumps over the lazy dog. ".repeat(20)).unwrap();
+    let ppl = ok(&["ppl", text.to_str().unwrap(), "--model", &m, "--context", "50"]);
+    assert!(ppl.starts_with("perplexity "), "{ppl}");
+    let value: f64 = ppl.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(value > 1.0 && value.is_finite(), "{ppl}");
+    // The chunk size does not change the result.
+    let ppl2 = ok(&["ppl", text.to_str().unwrap(), "--model", &m, "--context", "50", "--chunk", "7"]);
+    let value2: f64 = ppl2.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!((value - value2).abs() / value < 1e-4, "{ppl} vs {ppl2}");
+    let bench = ok(&["bench", "--model", &m, "--prompt", "16", "--gen", "4", "--reps", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&bench).unwrap();
+    assert!(v["pp"]["median"].as_f64().unwrap() > 0.0 && v["tg"]["median"].as_f64().unwrap() > 0.0, "{bench}");
+}
+
+#[test]
+fn bad_input_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    fails(&["generate", "--model", &m, "--temperature", "-1", "hi"], "temperature must be");
+    fails(&["generate", "--model", &m, "--top-p", "1.5", "hi"], "top-p must be in (0, 1]");
+    fails(&["generate", "--model", &m, "--min-p", "2", "hi"], "min-p");
+    fails(&["generate", "--model", &m, "--repeat-penalty", "-1", "hi"], "repetition penalty");
+    fails(&["generate", "--model", &m, "--exit", "kl", "hi"], "--exit");
+    fails(&["generate", "--model", "/nonexistent/model", "hi"], "no such model folder");
+    fails(&["ppl", "/nonexistent.txt", "--model", &m], "cannot read /nonexistent.txt");
+    fails(&["init", "--config", "/nonexistent.json", "--out", "x"], "/nonexistent.json");
+    fails(&["init", "--config", &format!("{m}/config.json"), "--out", "x", "--dtype", "f64"], "--dtype");
+    // With no model anywhere, the error says how to get one.
+    let out = Command::new(env!("CARGO_BIN_EXE_dory"))
+        .args(["info"])
+        .current_dir(dir.path())
+        .env("DORY_MODEL", dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}
