@@ -6,8 +6,9 @@
 //! Buffers hold f32 row-major matrices of `rows` rows; every op works on the first
 //! `rows` rows of its buffers.
 
-use crate::cache::{Keys, Rows};
+use crate::cache::{Keys, Near, Rows};
 use crate::error::Result;
+use crate::nystrom::{Exported, Landmarks};
 
 /// The edges of the loop (spec §4–§5; the seed's mix modes). x is the token's input,
 /// s the state carried between passes, h the hidden state.
@@ -74,6 +75,8 @@ pub trait Backend {
     /// From `qkvg` (the output of `Mat::Qkvg`): q ← N(rope(yq)) ⊙ q_scale per query head
     /// ([rows, H·d]), and k ← N(rope(yk)), v ← yv per KV head written to `cache` at the
     /// step's positions. `rope` is `rope::table` for the step, or None for no rotation.
+    /// Under `Keys::Full { sample: Some(s) }` it also keeps the q of every position
+    /// j ≡ 0 (mod s) in the cache's query store (row j / s), overwriting earlier passes.
     #[allow(clippy::too_many_arguments)]
     fn prep(
         &mut self,
@@ -87,7 +90,9 @@ pub trait Backend {
     );
 
     /// z ← the gated attention output ([rows, H·d]) of the prepared queries `q` over
-    /// the positions each row sees in `cache`, gated by the yg part of `qkvg`.
+    /// the positions each row sees in `cache`, gated by the yg part of `qkvg`. Under
+    /// `Keys::Sealed` (one row), spec §6's attend: the near set exactly, the far span
+    /// through the landmarks that `seal` installed.
     #[allow(clippy::too_many_arguments)]
     fn attend(
         &mut self,
@@ -99,6 +104,28 @@ pub trait Backend {
         qkvg: &Self::Buf,
         at: Rows,
     );
+
+    /// The host's copy of an exact full layer's positions [0, end) and its query store,
+    /// for the seal.
+    fn export(&mut self, cache: &Self::Cache, end: usize) -> Result<Exported>;
+
+    /// Turns an exact full layer into a sealed one: the entries `moves` lists (old slot →
+    /// slot under `near`, read from the old storage) are kept, everything else freed, and
+    /// `landmarks` installed.
+    fn seal(
+        &mut self,
+        cache: &mut Self::Cache,
+        near: &Near,
+        moves: &[(usize, usize)],
+        landmarks: &Landmarks,
+    ) -> Result<()>;
+
+    /// The push (spec §6): absorbs position `leaving`, still in its window slot, into the
+    /// far statistics of every (query head, landmark), as an online softmax does.
+    fn push(&mut self, cache: &mut Self::Cache, near: &Near, leaving: usize);
+
+    /// Bytes the cache holds now.
+    fn cache_bytes(&self, cache: &Self::Cache) -> usize;
 
     /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale), from `gu` = [rows, F | F].
     fn swiglu(&mut self, layer: usize, m: &mut Self::Buf, gu: &Self::Buf, rows: usize);

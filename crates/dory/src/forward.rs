@@ -7,13 +7,42 @@
 //! the parallel semantics, with one cache per layer whatever the chunk size. What it
 //! costs: each row's state s between passes ([T, D], `carry`), and sliding rings of
 //! W + T − 1 slots while the segment runs (shrunk back at the next step).
+//!
+//! In O(1) mode a full layer runs exactly, keeping stride-sampled queries, until a step
+//! other than the session's first segment starts at or after `seal_at`; it is then
+//! sealed (spec §6) and every later step is a single row that first pushes the position
+//! leaving the window.
 
 use crate::backend::{Backend, Mat, Mix, Part};
-use crate::cache::{Keys, Rows};
-use crate::config::{Config, ExitRule, LayerKind};
+use crate::cache::{Keys, Near, Rows};
+use crate::config::{Config, ExitRule, LayerKind, O1};
 use crate::error::{invalid, Result};
 use crate::exit;
+use crate::nystrom;
 use crate::rope;
+
+/// How full layers attend.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attention {
+    /// Every earlier position (spec §4).
+    Exact,
+    /// Sinks and a window exactly, the far field through landmarks, after the seal (§6).
+    O1(O1),
+}
+
+impl Attention {
+    /// The model's default: O(1) when its config has an `o1` section.
+    pub fn default_for(config: &Config) -> Attention {
+        config.o1.clone().map_or(Attention::Exact, Attention::O1)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Attention::Exact => "exact",
+            Attention::O1(_) => "o1",
+        }
+    }
+}
 
 /// Which rows of a segment need logits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +66,8 @@ struct Layer<C> {
     kind: LayerKind,
     keys: Keys,
     cache: C,
+    /// The position of the step that sealed this (full) layer.
+    sealed_at: Option<usize>,
 }
 
 /// Working buffers for up to `rows` rows.
@@ -62,6 +93,9 @@ pub struct Forward<B: Backend> {
     scratch: Option<Scratch<B::Buf>>,
     /// The most rows one chunk of a segment runs at once.
     chunk: usize,
+    attention: Attention,
+    /// Whether a step has run since the session started: the first segment never seals.
+    fed: bool,
 }
 
 impl<B: Backend> Forward<B> {
@@ -72,23 +106,68 @@ impl<B: Backend> Forward<B> {
         let layers = (0..config.layers.len())
             .map(|i| {
                 let kind = config.layers[i];
-                Ok(Layer { kind, keys: Keys::for_step(kind, config.window, 1), cache: backend.cache(i)? })
+                Ok(Layer { kind, keys: Keys::for_step(kind, 1, 1, None), cache: backend.cache(i)?, sealed_at: None })
             })
             .collect::<Result<_>>()?;
-        Ok(Forward { backend, config: config.clone(), layers, scratch: None, chunk })
+        let attention = Attention::default_for(config);
+        let mut f = Forward { backend, config: config.clone(), layers, scratch: None, chunk, attention, fed: false };
+        f.reset()?;
+        Ok(f)
     }
 
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    pub fn attention(&self) -> &Attention {
+        &self.attention
+    }
+
+    /// Chooses how full layers attend; starts a new session.
+    pub fn set_attention(&mut self, attention: Attention) -> Result<()> {
+        self.attention = attention;
+        self.reset()
+    }
+
     /// Forgets every position: a new session.
     pub fn reset(&mut self) -> Result<()> {
+        let sample = self.sample();
         for (i, layer) in self.layers.iter_mut().enumerate() {
-            layer.keys = Keys::for_step(layer.kind, self.config.window, 1);
+            layer.keys = Keys::for_step(layer.kind, self.config.window, 1, sample);
             layer.cache = self.backend.cache(i)?;
+            layer.sealed_at = None;
         }
+        self.fed = false;
         Ok(())
+    }
+
+    /// Whether any full layer is sealed.
+    pub fn sealed(&self) -> bool {
+        self.layers.iter().any(|l| l.sealed_at.is_some())
+    }
+
+    /// Bytes every layer's cache holds now.
+    pub fn cache_bytes(&self) -> usize {
+        self.layers.iter().map(|l| self.backend.cache_bytes(&l.cache)).sum()
+    }
+
+    /// The stride at which unsealed full layers keep queries (O(1) mode only).
+    fn sample(&self) -> Option<usize> {
+        match &self.attention {
+            Attention::O1(o) => Some(o.stride),
+            Attention::Exact => None,
+        }
+    }
+
+    /// Whether a step starting at `pos0` seals a layer or runs after a seal: such steps
+    /// are single rows (spec §5).
+    fn row_by_row(&self, pos0: usize) -> bool {
+        match &self.attention {
+            Attention::O1(o) => {
+                self.sealed() || (self.fed && pos0 >= o.seal_at && self.config.layers.contains(&LayerKind::Full))
+            }
+            Attention::Exact => false,
+        }
     }
 
     /// Runs `ids` at positions `pos0..` as one segment: every row all P passes, the
@@ -115,6 +194,17 @@ impl<B: Backend> Forward<B> {
         let t = ids.len();
         if t == 0 {
             return Err(invalid!("a segment needs at least one token"));
+        }
+        if self.row_by_row(pos0) {
+            // After a seal, a segment's rows are decoding steps (all passes, no exit).
+            for (r, &id) in ids.iter().enumerate() {
+                let out = self.decode(id, pos0 + r, &ExitRule::NONE)?;
+                if want == Want::All || r + 1 == t {
+                    sink(r, &out.logits);
+                }
+                progress(self.config.passes);
+            }
+            return Ok(());
         }
         let (d, v, passes) = (self.config.hidden, self.config.vocab_size, self.config.passes);
         let chunk = self.chunk.min(t);
@@ -218,12 +308,37 @@ impl<B: Backend> Forward<B> {
     /// Lays every cache out for a step over `at`, and sizes the scratch for `rows` rows
     /// and `logit_rows` rows of logits.
     fn prepare(&mut self, at: Rows, rows: usize, logit_rows: usize) -> Result<()> {
+        let sample = self.sample();
+        let seal = match &self.attention {
+            Attention::O1(o) if self.fed && at.pos0 >= o.seal_at => Some(o.clone()),
+            _ => None,
+        };
         for layer in &mut self.layers {
-            let next = Keys::for_step(layer.kind, self.config.window, at.rows);
-            let moves = layer.keys.moves(&next, at.pos0);
-            self.backend.relayout(&mut layer.cache, &next, at.end(), &moves)?;
-            layer.keys = next;
+            match (layer.keys, &seal) {
+                (Keys::Sealed(near), _) => {
+                    debug_assert_eq!(at.rows, 1, "sealed layers run single rows");
+                    if let Some(e) = near.leaving(at.pos0).filter(|_| layer.sealed_at < Some(at.pos0)) {
+                        self.backend.push(&mut layer.cache, &near, e);
+                    }
+                }
+                (Keys::Full { .. }, Some(o1)) => {
+                    let exported = self.backend.export(&layer.cache, at.pos0)?;
+                    let landmarks = nystrom::seal(&self.config, o1, at.pos0, &exported);
+                    let near = Near { sinks: o1.sinks, window: o1.window };
+                    let moves = layer.keys.moves(&Keys::Sealed(near), at.pos0);
+                    self.backend.seal(&mut layer.cache, &near, &moves, &landmarks)?;
+                    layer.keys = Keys::Sealed(near);
+                    layer.sealed_at = Some(at.pos0);
+                }
+                _ => {
+                    let next = Keys::for_step(layer.kind, self.config.window, at.rows, sample);
+                    let moves = layer.keys.moves(&next, at.pos0);
+                    self.backend.relayout(&mut layer.cache, &next, at.end(), &moves)?;
+                    layer.keys = next;
+                }
+            }
         }
+        self.fed = true;
         if self.scratch.as_ref().is_none_or(|s| s.rows < rows || s.logit_rows < logit_rows) {
             let c = &self.config;
             let (rows, logit_rows) = match &self.scratch {

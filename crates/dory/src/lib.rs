@@ -15,6 +15,7 @@ pub mod generate;
 pub mod init;
 pub mod model;
 pub mod npy;
+pub mod nystrom;
 pub mod rng;
 pub mod rope;
 pub mod sampler;

@@ -159,11 +159,11 @@ fn check_attention(
     let width = c.qkvg_width();
     let (qd, kd, d, eps) = (c.q_width(), c.kv_width(), hd, c.eps as f64);
     // Earlier positions one at a time (single-row steps), then the step under test.
-    let mut keys = Keys::for_step(kind, w, 1);
+    let mut keys = Keys::for_step(kind, w, 1, None);
     let mut history: Vec<(Vec<f32>, usize)> = vec![];
     let run =
         |b: &mut Cpu, cache: &mut dory::cpu::CpuCache, keys: &mut Keys, at: Rows, y: &[f32]| -> (Vec<f32>, Vec<f32>) {
-            let next = Keys::for_step(kind, w, at.rows);
+            let next = Keys::for_step(kind, w, at.rows, None);
             let moves = keys.moves(&next, at.pos0);
             b.relayout(cache, &next, at.end(), &moves).unwrap();
             *keys = next;

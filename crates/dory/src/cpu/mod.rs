@@ -3,6 +3,7 @@
 //! heads).
 
 mod kernels;
+mod o1;
 
 use rayon::prelude::*;
 
@@ -10,9 +11,10 @@ pub use kernels::{dot, matmul};
 use kernels::{inv_norm, normalize, sigmoid};
 
 use crate::backend::{Backend, Mat, Mix, Part};
-use crate::cache::{Keys, Rows};
+use crate::cache::{Keys, Near, Rows};
 use crate::config::Config;
 use crate::error::Result;
+use crate::nystrom::{Exported, Landmarks};
 use crate::weights::Weights;
 
 /// One layer's weights, widened to f32, the projections that share an input fused.
@@ -42,6 +44,10 @@ pub struct Cpu {
 pub struct CpuCache {
     k: Vec<f32>,
     v: Vec<f32>,
+    /// [samples, H·d]: prepared queries kept for a seal (`Keys::Full { sample }`).
+    q: Vec<f32>,
+    /// A sealed layer's landmarks and far statistics.
+    landmarks: Option<Landmarks>,
 }
 
 impl Cpu {
@@ -87,11 +93,11 @@ impl Cpu {
 }
 
 /// One KV head's keys and values: [slots, stride] storage, the head at `offset`.
-struct KvHead<'a> {
-    k: &'a [f32],
-    v: &'a [f32],
-    stride: usize,
-    offset: usize,
+pub(crate) struct KvHead<'a> {
+    pub k: &'a [f32],
+    pub v: &'a [f32],
+    pub stride: usize,
+    pub offset: usize,
 }
 
 /// The attention of the four query heads of one KV head of one row over the keys in
@@ -144,6 +150,7 @@ impl Backend for Cpu {
     fn relayout(&mut self, cache: &mut CpuCache, next: &Keys, end: usize, moves: &[(usize, usize)]) -> Result<()> {
         let width = self.c.kv_width();
         let len = next.slots(end) * width;
+        cache.q.resize(next.samples(end) * self.c.q_width(), 0.0);
         for store in [&mut cache.k, &mut cache.v] {
             let old = if moves.is_empty() { None } else { Some(std::mem::take(store)) };
             store.resize(len, 0.0);
@@ -228,7 +235,13 @@ impl Backend for Cpu {
                 normalize(qh, eps);
                 qh.iter_mut().zip(sh).for_each(|(q, s)| *q *= s);
             }
-            let slot = keys.slot(at.pos0 + r);
+            let p = at.pos0 + r;
+            if let Keys::Full { sample: Some(stride) } = keys {
+                if p % stride == 0 {
+                    cache.q[p / stride * qd..][..qd].copy_from_slice(qr);
+                }
+            }
+            let slot = keys.slot(p);
             let kr = &mut cache.k[slot * kd..][..kd];
             kr.copy_from_slice(&y[qd..qd + kd]);
             for kh in kr.chunks_exact_mut(d) {
@@ -262,7 +275,12 @@ impl Backend for Cpu {
             let slots = keys.visible(p).map(|j| keys.slot(j));
             let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
             let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
-            attend_group(z4, q4, &kv, slots, scale, scores);
+            match (keys, &cache.landmarks) {
+                (Keys::Sealed(near), Some(lm)) => {
+                    o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
+                }
+                _ => attend_group(z4, q4, &kv, slots, scale, scores),
+            }
             // The gate: z ⊙ σ(yg ⊙ gate_scale).
             let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
             let gs = &gate_scale[kh * 4 * d..][..4 * d];
@@ -270,6 +288,41 @@ impl Backend for Cpu {
                 *z *= sigmoid(g * s);
             }
         });
+    }
+
+    fn export(&mut self, cache: &CpuCache, end: usize) -> Result<Exported> {
+        let kd = self.c.kv_width();
+        Ok(Exported {
+            keys: cache.k[..end * kd].to_vec(),
+            values: cache.v[..end * kd].to_vec(),
+            queries: cache.q.clone(),
+        })
+    }
+
+    fn seal(
+        &mut self,
+        cache: &mut CpuCache,
+        near: &Near,
+        moves: &[(usize, usize)],
+        landmarks: &Landmarks,
+    ) -> Result<()> {
+        self.relayout(cache, &Keys::Sealed(*near), 0, moves)?;
+        cache.k.shrink_to_fit();
+        cache.v.shrink_to_fit();
+        cache.q = Vec::new();
+        cache.landmarks = Some(landmarks.clone());
+        Ok(())
+    }
+
+    fn push(&mut self, cache: &mut CpuCache, near: &Near, leaving: usize) {
+        let c = &self.c;
+        let (kd, slot) = (c.kv_width(), near.slot(leaving));
+        let lm = cache.landmarks.as_mut().expect("a sealed layer has landmarks");
+        o1::push(lm, &cache.k[slot * kd..][..kd], &cache.v[slot * kd..][..kd], c.head_dim, c.attn_scale);
+    }
+
+    fn cache_bytes(&self, cache: &CpuCache) -> usize {
+        4 * (cache.k.len() + cache.v.len() + cache.q.len()) + cache.landmarks.as_ref().map_or(0, Landmarks::bytes)
     }
 
     fn swiglu(&mut self, layer: usize, m: &mut Vec<f32>, gu: &Vec<f32>, rows: usize) {
