@@ -72,7 +72,8 @@ def parse(argv=None):
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--eval-every", type=int, default=0, help="steps between validation runs (0: at the end)")
-    ap.add_argument("--eval-windows", type=int, default=0, help="validation windows to use (0: all)")
+    ap.add_argument("--eval-windows", type=int, default=0,
+                    help="validation windows of the evaluations during training (0: all)")
     ap.add_argument("--decode-eval-iters", type=int, default=4)
     ap.add_argument("--ckpt-every", type=int, default=500)
     ap.add_argument("--resume", action="store_true")
@@ -341,7 +342,9 @@ def load_split(folder: Path, split: str) -> np.ndarray:
 
 
 def evaluate(a, model, val, bos, device, amp, decode: bool) -> dict:
-    wins = perplexity.windows(val, bos, a.seq + 1, a.eval_windows or None)
+    """Validation perplexity per pass (all windows at the end, --eval-windows during
+    training) and, at the end, in the decode semantics."""
+    wins = perplexity.windows(val, bos, a.seq + 1, None if decode else (a.eval_windows or None))
     dtype = torch.bfloat16 if device.type == "cuda" else None
     model.eval()
     out = {"val_windows": len(wins),
