@@ -59,7 +59,7 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let mut rng = Rng::new(1);
     let mut random = |n: usize| -> Vec<u32> { (0..n).map(|_| (rng.next_u64() % c.vocab_size as u64) as u32).collect() };
-    let (mut pp, mut tg, mut passes) = (vec![], vec![], vec![]);
+    let (mut pp, mut tg, mut passes, mut cache) = (vec![], vec![], vec![], 0);
     for rep in 0..=a.reps {
         session.reset()?;
         if a.depth > 0 {
@@ -78,6 +78,7 @@ pub fn run(a: &Args) -> Result<()> {
             logits = d.logits;
         }
         let tg_secs = t1.elapsed().as_secs_f64();
+        cache = session.forward().cache_bytes();
         if rep == 0 {
             continue; // warm-up
         }
@@ -104,6 +105,8 @@ pub fn run(a: &Args) -> Result<()> {
             "pp": {"tokens": a.prompt, "median": pp.median, "min": pp.min, "max": pp.max},
             "tg": tg_json,
             "passes_per_token": mean_passes,
+            "attention": session.forward().attention().name(),
+            "cache_bytes": cache,
             "peak_rss_bytes": rss,
         });
         println!("{out}");
@@ -124,7 +127,13 @@ pub fn run(a: &Args) -> Result<()> {
             a.gen, tg.median, tg.min, tg.max
         );
     }
-    println!("peak memory {}", rss.map_or("n/a".into(), mib));
+    println!(
+        "{} attention · cache {} at context {} · peak memory {}",
+        session.forward().attention().name(),
+        mib(cache as u64),
+        a.depth + a.prompt + a.gen,
+        rss.map_or("n/a".into(), mib)
+    );
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use dory::{Criterion, ExitRule, Model};
+use dory::{Attention, Criterion, ExitRule, Model};
 
 /// Where the model comes from (`--model`).
 #[derive(clap::Args, Clone, Debug)]
@@ -15,6 +15,14 @@ pub struct ModelArgs {
     /// Rows of a prompt run at once (a memory bound; the logits do not depend on it).
     #[arg(long, default_value_t = dory::DEFAULT_CHUNK, value_name = "ROWS")]
     pub chunk: usize,
+    /// How full layers attend: exact, or o1 (constant memory after the seal) [default:
+    /// o1 when the model's config has an o1 section, else exact]
+    #[arg(long, value_name = "MODE")]
+    pub attention: Option<String>,
+    /// O(1) settings over the config's, e.g. "landmarks=16,rect=false" (sinks, window,
+    /// landmarks, stride, rect, rcond, seal_at)
+    #[arg(long, value_name = "KEY=VALUE,…")]
+    pub o1: Option<String>,
 }
 
 impl ModelArgs {
@@ -45,7 +53,28 @@ impl ModelArgs {
 
     pub fn session(&self, model: &Model) -> Result<dory::Session<dory::cpu::Cpu>> {
         anyhow::ensure!(self.chunk >= 1, "--chunk must be ≥ 1");
-        Ok(dory::cpu_session(model, self.chunk)?)
+        let attention = self.attention(&model.config)?;
+        let mut session = dory::cpu_session(model, self.chunk)?;
+        session.set_attention(attention)?;
+        Ok(session)
+    }
+
+    /// The attention mode that `--attention` and `--o1` ask for.
+    pub fn attention(&self, config: &dory::Config) -> Result<Attention> {
+        let mode = match self.attention.as_deref() {
+            None => Attention::default_for(config).name(),
+            Some(m @ ("exact" | "o1")) => m,
+            Some(other) => bail!("--attention must be exact or o1, got {other:?}"),
+        };
+        if mode == "exact" {
+            anyhow::ensure!(self.o1.is_none(), "--o1 needs --attention o1");
+            return Ok(Attention::Exact);
+        }
+        let base = config.o1.clone().unwrap_or_default();
+        Ok(Attention::O1(match &self.o1 {
+            Some(text) => base.with_overrides(text)?,
+            None => base,
+        }))
     }
 }
 
@@ -81,8 +110,12 @@ pub fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Bytes in MiB, or in KiB below one MiB.
 pub fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+    match bytes {
+        0..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MiB", bytes as f64 / 1048576.0),
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `dory info`: what a model is and what it costs.
 
 use anyhow::Result;
-use dory::{Backend, LayerKind};
+use dory::{Attention, Backend, LayerKind};
 
 use crate::common::{mib, ModelArgs};
 
@@ -42,21 +42,19 @@ pub fn run(a: &Args) -> Result<()> {
         model.weights.dtype(),
         mib(session.forward().backend.weight_bytes() as u64)
     );
-    let cache = cache_bytes(c, a.context);
-    println!("caches       {} at context {} (keys and values, f32)", mib(cache as u64), a.context);
+    // Both modes, the O(1) one with the settings the session would use.
+    let o1 = match a.model.attention(c)? {
+        Attention::O1(o) => o,
+        Attention::Exact => c.o1.clone().unwrap_or_default(),
+    };
+    for attention in [Attention::Exact, Attention::O1(o1)] {
+        let bytes = attention.cache_bytes(c, a.context) as u64;
+        let note = match &attention {
+            Attention::O1(o) if a.context > o.seal_at => format!(" (sealed at {}: constant from there)", o.seal_at),
+            Attention::O1(o) => format!(" (grows until the seal at {})", o.seal_at),
+            Attention::Exact => " (grows with the context)".into(),
+        };
+        println!("caches {:<6}{} at context {}{note}", attention.name(), mib(bytes), a.context);
+    }
     Ok(())
-}
-
-/// Keys and values held at `context` positions: W per sliding layer, every position per
-/// full layer.
-pub fn cache_bytes(c: &dory::Config, context: usize) -> usize {
-    let per_position = 2 * c.kv_width() * 4;
-    c.layers
-        .iter()
-        .map(|k| match k {
-            LayerKind::Sliding => context.min(c.window),
-            LayerKind::Full => context,
-        })
-        .sum::<usize>()
-        * per_position
 }

@@ -99,7 +99,24 @@ fn info_ppl_and_bench() {
     let info = ok(&["info", "--model", &m, "--context", "100"]);
     assert!(info.contains("parameters") && info.contains("[sliding, full] × 3 passes"), "{info}");
     // 8 (window) + 100 positions of K·d = 16 keys and values in f32.
-    assert!(info.contains(&format!("{:.1} MiB at context 100", (108 * 2 * 16 * 4) as f64 / 1048576.0)), "{info}");
+    assert!(
+        info.contains(&format!("caches exact {:.1} KiB at context 100", (108 * 2 * 16 * 4) as f64 / 1024.0)),
+        "{info}"
+    );
+    // O(1) with the default settings seals at 4 + 512 + 256 = 772.
+    assert!(info.contains("caches o1") && info.contains("grows until the seal at 772"), "{info}");
+    let far = ok(&[
+        "info",
+        "--model",
+        &m,
+        "--context",
+        "100000",
+        "--o1",
+        "window=16,landmarks=4,seal_at=100",
+        "--attention",
+        "o1",
+    ]);
+    assert!(far.contains("sealed at 100: constant from there"), "{far}");
     let text = dir.path().join("text.txt");
     std::fs::write(&text, "the quick brown fox jumps over the lazy dog. ".repeat(20)).unwrap();
     let ppl = ok(&["ppl", text.to_str().unwrap(), "--model", &m, "--context", "50"]);
@@ -110,6 +127,26 @@ fn info_ppl_and_bench() {
     let ppl2 = ok(&["ppl", text.to_str().unwrap(), "--model", &m, "--context", "50", "--chunk", "7"]);
     let value2: f64 = ppl2.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!((value - value2).abs() / value < 1e-4, "{ppl} vs {ppl2}");
+    // Decode-semantics perplexity, exact and O(1) sealed early.
+    let text2 = dir.path().join("long.txt");
+    std::fs::write(&text2, "a b c d e f g h i j k l m n o p ".repeat(20)).unwrap();
+    let exact = ok(&["ppl", text2.to_str().unwrap(), "--model", &m, "--decode", "--attention", "exact"]);
+    assert!(exact.contains("decode semantics, exact attention"), "{exact}");
+    let fast = ok(&[
+        "ppl",
+        text2.to_str().unwrap(),
+        "--model",
+        &m,
+        "--decode",
+        "--attention",
+        "o1",
+        "--o1",
+        "sinks=2,window=16,landmarks=4,stride=2,seal_at=40",
+    ]);
+    assert!(fast.contains("decode semantics, o1 attention"), "{fast}");
+    let value = |s: &str| -> f64 { s.split_whitespace().nth(1).unwrap().parse().unwrap() };
+    assert!((value(&exact) - value(&fast)).abs() / value(&exact) < 0.5, "{exact} vs {fast}");
+    assert_ne!(value(&exact), value(&fast));
     let bench = ok(&["bench", "--model", &m, "--prompt", "16", "--gen", "4", "--reps", "2", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&bench).unwrap();
     assert!(v["pp"]["median"].as_f64().unwrap() > 0.0 && v["tg"]["median"].as_f64().unwrap() > 0.0, "{bench}");
@@ -124,6 +161,9 @@ fn bad_input_is_one_clear_error() {
     fails(&["generate", "--model", &m, "--min-p", "2", "hi"], "min-p");
     fails(&["generate", "--model", &m, "--repeat-penalty", "-1", "hi"], "repetition penalty");
     fails(&["generate", "--model", &m, "--exit", "kl", "hi"], "--exit");
+    fails(&["generate", "--model", &m, "--attention", "linear", "hi"], "--attention must be exact or o1");
+    fails(&["generate", "--model", &m, "--attention", "o1", "--o1", "landmarks=99", "hi"], "o1.landmarks");
+    fails(&["generate", "--model", &m, "--o1", "landmarks=8", "hi"], "--o1 needs --attention o1");
     fails(&["generate", "--model", "/nonexistent/model", "hi"], "no such model folder");
     fails(&["ppl", "/nonexistent.txt", "--model", &m], "cannot read /nonexistent.txt");
     fails(&["init", "--config", "/nonexistent.json", "--out", "x"], "/nonexistent.json");

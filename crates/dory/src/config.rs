@@ -34,6 +34,36 @@ impl Default for O1 {
     }
 }
 
+impl O1 {
+    /// These settings with `overrides` ("landmarks=16,rect=false", …) applied and the
+    /// result checked like a config's `o1` section.
+    pub fn with_overrides(&self, overrides: &str) -> Result<O1> {
+        let mut map = Map::new();
+        map.insert("sinks".into(), self.sinks.into());
+        map.insert("window".into(), self.window.into());
+        map.insert("landmarks".into(), self.landmarks.into());
+        map.insert("stride".into(), self.stride.into());
+        map.insert("rect".into(), self.rect.into());
+        map.insert("rcond".into(), self.rcond.into());
+        map.insert("seal_at".into(), self.seal_at.into());
+        for item in overrides.split(',').filter(|s| !s.trim().is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| Error::Invalid(format!("--o1: expected KEY=VALUE, got {item:?}")))?;
+            let key = key.trim();
+            if !map.contains_key(key) {
+                return Err(Error::Invalid(format!(
+                    "--o1: unknown setting {key:?} (sinks, window, landmarks, stride, rect, rcond, seal_at)"
+                )));
+            }
+            let value: Value = serde_json::from_str(value.trim())
+                .map_err(|_| Error::Invalid(format!("--o1: {key}: {value:?} is not a number or true/false")))?;
+            map.insert(key.into(), value);
+        }
+        Fields { map: &map, path: Path::new("--o1"), prefix: "o1." }.o1()
+    }
+}
+
 /// What decides that a decoded token leaves the loop early (spec §5).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Criterion {
@@ -480,6 +510,17 @@ mod tests {
             }));
             assert!(e.starts_with(&format!("config.json: field `{field}`:")), "{field}: {e}");
         }
+    }
+
+    #[test]
+    fn o1_overrides() {
+        let base = O1::default();
+        let o = base.with_overrides("landmarks=16, rect=false").unwrap();
+        assert_eq!((o.landmarks, o.rect, o.window, o.seal_at), (16, false, 512, base.seal_at));
+        assert!(base.with_overrides("landmarks=40").unwrap_err().to_string().contains("o1.landmarks"));
+        assert!(base.with_overrides("seal_at=3").unwrap_err().to_string().contains("o1.seal_at"));
+        assert!(base.with_overrides("colour=1").unwrap_err().to_string().contains("unknown setting"));
+        assert!(base.with_overrides("rect").unwrap_err().to_string().contains("KEY=VALUE"));
     }
 
     #[test]

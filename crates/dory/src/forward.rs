@@ -42,6 +42,30 @@ impl Attention {
             Attention::O1(_) => "o1",
         }
     }
+
+    /// Bytes of f32 caches while decoding at `context` positions: W per sliding layer;
+    /// per full layer every position (and, in O(1) mode before the seal, the sampled
+    /// queries), or after the seal the sinks, the window and the landmark state.
+    pub fn cache_bytes(&self, c: &Config, context: usize) -> usize {
+        let kv = 2 * c.kv_width();
+        let (nh, nk, d) = (c.heads, c.kv_heads, c.head_dim);
+        let floats: usize = c
+            .layers
+            .iter()
+            .map(|kind| match (kind, self) {
+                (LayerKind::Sliding, _) => c.window * kv,
+                (LayerKind::Full, Attention::Exact) => context * kv,
+                (LayerKind::Full, Attention::O1(o)) if context <= o.seal_at => {
+                    context * kv + context.div_ceil(o.stride) * c.q_width()
+                }
+                (LayerKind::Full, Attention::O1(o)) => {
+                    let m = o.landmarks;
+                    (o.sinks + o.window) * kv + nk * m * d + 2 * nh * m * d + nh * m * m + 3 * nh * m
+                }
+            })
+            .sum();
+        4 * floats
+    }
 }
 
 /// Which rows of a segment need logits.
@@ -96,6 +120,10 @@ pub struct Forward<B: Backend> {
     attention: Attention,
     /// Whether a step has run since the session started: the first segment never seals.
     fed: bool,
+    /// Added to every position where the model's math sees it (the RoPE angles), so
+    /// that tests can shift a whole session (spec §3: precise at positions in the
+    /// millions); 0 otherwise.
+    rope_offset: usize,
 }
 
 impl<B: Backend> Forward<B> {
@@ -110,7 +138,16 @@ impl<B: Backend> Forward<B> {
             })
             .collect::<Result<_>>()?;
         let attention = Attention::default_for(config);
-        let mut f = Forward { backend, config: config.clone(), layers, scratch: None, chunk, attention, fed: false };
+        let mut f = Forward {
+            backend,
+            config: config.clone(),
+            layers,
+            scratch: None,
+            chunk,
+            attention,
+            fed: false,
+            rope_offset: 0,
+        };
         f.reset()?;
         Ok(f)
     }
@@ -127,6 +164,11 @@ impl<B: Backend> Forward<B> {
     pub fn set_attention(&mut self, attention: Attention) -> Result<()> {
         self.attention = attention;
         self.reset()
+    }
+
+    /// Shifts every position the model's math sees by `offset` (see `rope_offset`).
+    pub fn set_rope_offset(&mut self, offset: usize) {
+        self.rope_offset = offset;
     }
 
     /// Forgets every position: a new session.
@@ -219,7 +261,7 @@ impl<B: Backend> Forward<B> {
         let ropes: Vec<Vec<f32>> = (0..chunks)
             .map(|c| {
                 let rows = chunk.min(t - c * chunk);
-                rope::table(self.config.rope_theta, self.config.head_dim, pos0 + c * chunk, rows)
+                rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + pos0 + c * chunk, rows)
             })
             .collect();
         for k in 1..=passes {
@@ -269,7 +311,7 @@ impl<B: Backend> Forward<B> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
         self.prepare(at, 1, 1)?;
-        let rope = rope::table(self.config.rope_theta, self.config.head_dim, pos, 1);
+        let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + pos, 1);
         let sc = self.scratch.as_mut().expect("prepared");
         self.backend.embed(&mut sc.x, &[id]);
         self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
@@ -381,5 +423,97 @@ impl<B: Backend> Forward<B> {
             b.project(&mut sc.o, Mat::Down(i), &sc.m, rows);
             b.residual(i, Part::Mlp, &mut sc.h, &sc.o, rows);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Criterion;
+    use crate::cpu::Cpu;
+
+    /// Every position that leaves the window is absorbed exactly once, whatever the passes
+    /// and early exits: after each step the far statistics equal sums over F = [ns, p − w]
+    /// recomputed from scratch, from each position's last-pass key and value.
+    #[test]
+    fn push_absorbs_each_evicted_position_once() {
+        let json = serde_json::json!({"architecture": "dory", "vocab_size": 300, "hidden": 32, "heads": 4,
+            "kv_heads": 1, "head_dim": 8, "ffn": 64, "layers": ["sliding", "full"], "passes": 3, "window": 3});
+        let config = Config::parse(&json.to_string(), std::path::Path::new("test")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        crate::init::write_random_model(dir.path(), &config, 17, crate::weights::DType::F32, 1).unwrap();
+        let model = crate::Model::load(dir.path()).unwrap();
+        let c = &model.config;
+        let o1 = O1 { sinks: 2, window: 5, landmarks: 3, stride: 2, rect: true, rcond: 1e-4, seal_at: 14 };
+        let mut f = Forward::new(Cpu::new(c, &model.weights), c, 4).unwrap();
+        f.set_attention(Attention::O1(o1.clone())).unwrap();
+        let exit = ExitRule { criterion: Criterion::Kl, threshold: 0.05, min_passes: 1 };
+        let (kd, d, m) = (c.kv_width(), c.head_dim, o1.landmarks);
+        let near = Near { sinks: o1.sinks, window: o1.window };
+        f.segment(&[0, 5, 9, 44, 100, 7, 8, 250, 3, 12], 0, Want::Last).unwrap();
+        // Position → its last-pass key and value, as far as the far span is concerned.
+        let mut far: Vec<(usize, Vec<f32>, Vec<f32>)> = vec![];
+        let mut passes = vec![];
+        let mut checked = 0;
+        for p in 10..40usize {
+            let full = &f.layers[1];
+            match full.keys {
+                Keys::Full { .. } if p >= o1.seal_at => {
+                    for j in near.far(p) {
+                        let (k, v) = full.cache.entry(j, kd);
+                        far.push((j, k.to_vec(), v.to_vec()));
+                    }
+                }
+                Keys::Sealed(_) => {
+                    if let Some(e) = near.leaving(p) {
+                        let (k, v) = full.cache.entry(near.slot(e), kd);
+                        far.push((e, k.to_vec(), v.to_vec()));
+                    }
+                }
+                _ => {}
+            }
+            let id = (p * 37 % 290 + 2) as u32;
+            passes.push(f.decode(id, p, &exit).unwrap().passes);
+            let Some(lm) = f.layers[1].cache.landmarks() else { continue };
+            assert_eq!(far.iter().map(|e| e.0).collect::<Vec<_>>(), near.far(p).collect::<Vec<_>>());
+            for a in 0..c.heads {
+                for b in 0..m {
+                    let at = a * m + b;
+                    let q = &lm.queries[at * d..][..d];
+                    let xs: Vec<f64> = far
+                        .iter()
+                        .map(|(_, k, _)| {
+                            f64::from(c.attn_scale)
+                                * q.iter()
+                                    .zip(&k[a / 4 * d..][..d])
+                                    .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                                    .sum::<f64>()
+                        })
+                        .collect();
+                    let top = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let mass: f64 = xs.iter().map(|x| (x - top).exp()).sum();
+                    assert!((f64::from(lm.far_max[at]) - top).abs() < 1e-4, "M at {p}");
+                    assert!(
+                        (f64::from(lm.far_mass[at]) - mass).abs() < 1e-4 * mass,
+                        "mass at {p}: {} vs {mass}",
+                        lm.far_mass[at]
+                    );
+                    for e in 0..d {
+                        let th: f64 = xs
+                            .iter()
+                            .zip(&far)
+                            .map(|(x, (_, _, v))| (x - top).exp() * f64::from(v[a / 4 * d + e]))
+                            .sum();
+                        assert!(
+                            (f64::from(lm.far_values[at * d + e]) - th).abs() < 1e-4 * (1.0 + th.abs()),
+                            "th at {p}"
+                        );
+                    }
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked > 20);
+        assert!(passes.iter().any(|&k| k < 3) && passes.contains(&3), "varied passes: {passes:?}");
     }
 }

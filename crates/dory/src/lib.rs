@@ -27,7 +27,7 @@ pub mod weights;
 pub use backend::Backend;
 pub use config::{Config, Criterion, ExitRule, LayerKind};
 pub use error::{Error, Result};
-pub use forward::{Decoded, Forward, Want};
+pub use forward::{Attention, Decoded, Forward, Want};
 pub use generate::{generate, Finish, Generated, Request};
 pub use model::Model;
 pub use sampler::{Sampler, Sampling};

@@ -44,7 +44,13 @@ impl<B: Backend> Session<B> {
         &mut self.forward
     }
 
-    /// Positions fed so far.
+    /// Chooses how full layers attend; starts the session over.
+    pub fn set_attention(&mut self, attention: crate::forward::Attention) -> Result<()> {
+        self.forward.set_attention(attention)?;
+        self.reset()
+    }
+
+    /// The next position.
     pub fn position(&self) -> usize {
         self.pos
     }

@@ -50,6 +50,18 @@ pub struct CpuCache {
     landmarks: Option<Landmarks>,
 }
 
+#[cfg(test)]
+impl CpuCache {
+    pub(crate) fn landmarks(&self) -> Option<&Landmarks> {
+        self.landmarks.as_ref()
+    }
+
+    /// The key and value in `slot`, `width` = K·d floats each.
+    pub(crate) fn entry(&self, slot: usize, width: usize) -> (&[f32], &[f32]) {
+        (&self.k[slot * width..][..width], &self.v[slot * width..][..width])
+    }
+}
+
 impl Cpu {
     pub fn new(config: &Config, w: &Weights) -> Cpu {
         let f = |name: &str| w.get(name).to_f32();
