@@ -9,7 +9,7 @@ use dory::sampler::argmax;
 use dory::{Backend, Want};
 use serde_json::json;
 
-use crate::common::{mib, parse_exit, peak_rss, ModelArgs};
+use crate::common::{mib, parse_exit, peak_rss, rss, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -60,6 +60,8 @@ pub fn run(a: &Args) -> Result<()> {
     let mut rng = Rng::new(1);
     let mut random = |n: usize| -> Vec<u32> { (0..n).map(|_| (rng.next_u64() % c.vocab_size as u64) as u32).collect() };
     let (mut pp, mut tg, mut passes, mut cache) = (vec![], vec![], vec![], 0);
+    // Resident memory as the last repetition's generation starts and ends.
+    let mut tg_rss = (None, None);
     for rep in 0..=a.reps {
         session.reset()?;
         if a.depth > 0 {
@@ -69,6 +71,7 @@ pub fn run(a: &Args) -> Result<()> {
         let t0 = Instant::now();
         let mut logits = session.prompt(&prompt, false, Want::Last)?.logits;
         let pp_secs = t0.elapsed().as_secs_f64();
+        let rss_before = rss();
         let t1 = Instant::now();
         let mut used = 0;
         for _ in 0..a.gen {
@@ -79,6 +82,7 @@ pub fn run(a: &Args) -> Result<()> {
         }
         let tg_secs = t1.elapsed().as_secs_f64();
         cache = session.forward().cache_bytes();
+        tg_rss = (rss_before, rss());
         if rep == 0 {
             continue; // warm-up
         }
@@ -92,7 +96,7 @@ pub fn run(a: &Args) -> Result<()> {
     let tg = (!tg.is_empty()).then(|| stats(tg));
     let mean_passes = passes.iter().sum::<f64>() / passes.len().max(1) as f64;
     let backend = session.forward().backend.name();
-    let rss = peak_rss();
+    let peak = peak_rss();
     if a.json {
         let tg_json = tg.as_ref().map(|t| json!({"tokens": a.gen, "median": t.median, "min": t.min, "max": t.max}));
         let out = json!({
@@ -107,7 +111,8 @@ pub fn run(a: &Args) -> Result<()> {
             "passes_per_token": mean_passes,
             "attention": session.forward().attention().name(),
             "cache_bytes": cache,
-            "peak_rss_bytes": rss,
+            "tg_rss_bytes": [tg_rss.0, tg_rss.1],
+            "peak_rss_bytes": peak,
         });
         println!("{out}");
         return Ok(());
@@ -127,12 +132,15 @@ pub fn run(a: &Args) -> Result<()> {
             a.gen, tg.median, tg.min, tg.max
         );
     }
+    let show = |b: Option<u64>| b.map_or("n/a".into(), mib);
     println!(
-        "{} attention · cache {} at context {} · peak memory {}",
+        "{} attention · cache {} at context {} · memory {} → {} while generating · peak {}",
         session.forward().attention().name(),
         mib(cache as u64),
         a.depth + a.prompt + a.gen,
-        rss.map_or("n/a".into(), mib)
+        show(tg_rss.0),
+        show(tg_rss.1),
+        show(peak)
     );
     Ok(())
 }

@@ -104,8 +104,17 @@ pub fn parse_exit(text: &str) -> Result<ExitRule> {
 
 /// The process's peak resident memory in bytes, where the OS tells it.
 pub fn peak_rss() -> Option<u64> {
+    proc_status("VmHWM:")
+}
+
+/// The process's resident memory now.
+pub fn rss() -> Option<u64> {
+    proc_status("VmRSS:")
+}
+
+fn proc_status(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }

@@ -28,7 +28,7 @@ pub fn run(a: &Args) -> Result<()> {
     );
     println!("block        [{}] × {} passes, window {}", layers.join(", "), c.passes, c.window);
     println!("rope         θ {} (full layers: {})", c.rope_theta, if c.rope_full { "rotated" } else { "not rotated" });
-    println!("exit         {:?}", c.exit);
+    println!("exit         {} (the default rule; --exit overrides it)", c.exit);
     if let Some(o) = &c.o1 {
         println!(
             "o1           sinks {} · window {} · landmarks {} · stride {} · rect {} · seal at {}",

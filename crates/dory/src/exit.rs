@@ -30,6 +30,22 @@ impl ExitRule {
     }
 }
 
+impl std::fmt::Display for ExitRule {
+    /// As `--exit` takes it: `none`, `kl:0.05`, `confidence:0.9:2`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self.criterion {
+            Criterion::None => return write!(f, "none"),
+            Criterion::Kl => "kl",
+            Criterion::Confidence => "confidence",
+        };
+        write!(f, "{name}:{}", self.threshold)?;
+        if self.min_passes > 1 {
+            write!(f, ":{}", self.min_passes)?;
+        }
+        Ok(())
+    }
+}
+
 /// ln softmax(logits), as logit − log-sum-exp (never the log of an underflowed p).
 pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let max = logits.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every test of the project, Rust and Python, installing what they need first.
+# Usage: scripts/test.sh   (from anywhere; CI runs it through .ci/run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
+
+# System packages the tests need (a software Vulkan driver for the GPU tests, a
+# browser for the web page's test), where apt can install them.
+need=()
+for pkg in mesa-vulkan-drivers libvulkan1 chromium; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if ((${#need[@]})); then
+    step "installing ${need[*]}"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    else
+        echo "missing system packages: ${need[*]} (install them, e.g. sudo apt-get install ${need[*]})" >&2
+        exit 1
+    fi
+fi
+
+step "python environment"
+python3 -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+# --no-deps: train/requirements.txt is complete and flat (it says why).
+python -m pip install -q --no-deps -r train/requirements.txt
+python -m pip install -q -r requirements-test.txt
+
+step "rust: build"
+cargo build --release --workspace --locked
+export DORY_BIN=$root/target/release/dory
+
+step "rust: tests"
+cargo test --workspace --locked
+
+step "rust: clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "python: tests"
+# Exit code 5 is "no tests collected", which is not a failure of the code.
+suites=(train)
+[ -d tests/python ] && suites+=(tests/python)
+python -m pytest -q "${suites[@]}" || { rc=$?; [ "$rc" = 5 ] || exit "$rc"; }
+
+step "all tests passed"
