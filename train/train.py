@@ -59,8 +59,9 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, default=0, help="total steps (0: time budget only)")
     ap.add_argument("--time-budget", type=float, default=0, help="seconds of training (0: steps only)")
     ap.add_argument("--stop-at", type=float, default=1.0, help="end the run at this progress")
-    ap.add_argument("--pass-weights", type=str, default="1,1,2,4",
-                    help="relative odds of running 1..P passes in a batch")
+    ap.add_argument("--pass-weights", type=str, default=None,
+                    help="relative odds of running 1..P passes in a batch "
+                         "(default 1,1,2,4,…: doubling towards P from pass 2)")
     ap.add_argument("--readout-loss", type=float, default=0.0,
                     help="weight of each intermediate read-out's loss")
     ap.add_argument("--decode-frac", type=float, default=0.0, help="fraction of batches in the decode regime")
@@ -131,7 +132,10 @@ def learning_rate(a, step: int, prog: float) -> float:
 def step_plan(a, step: int, passes: int) -> tuple[int, bool]:
     """The passes and the regime of a step: a function of (seed, step) alone, so every
     process of a DDP run draws the same and a resumed run the same as an unbroken one."""
-    weights = [float(w) for w in a.pass_weights.split(",")]
+    if a.pass_weights is None:
+        weights = [2.0 ** max(0, k - 2) for k in range(1, passes + 1)]
+    else:
+        weights = [float(w) for w in a.pass_weights.split(",")]
     if len(weights) != passes:
         raise SystemExit(f"--pass-weights has {len(weights)} entries; the model has {passes} passes")
     r = random.Random(a.seed * 1_000_003 + step)

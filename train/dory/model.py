@@ -191,14 +191,15 @@ class Dory(Scaled):
     # -- the parallel forward --------------------------------------------------------
 
     def forward(self, ids: torch.Tensor, passes: int | None = None, readouts: bool = False,
-                final_kv: list | None = None, layer_fns=None):
+                final_kv: list | None = None, layer_fns=None, every_pass_kv: bool = False):
         """ids [B, T] from position 0. Returns the final unit state [B, T, D] and, with
         readouts, the list of unit states after every pass (the last one included):
         per-pass logits are `logits(state)` (pass k's read-out equals reading out a
         model of k passes). The caller applies `logits` so that a trainer can fuse it with
         the loss. With final_kv (a list of per-layer (k, v) of the last pass of an earlier
         forward), every pass runs in the decode regime. Also returns the last pass's
-        per-layer (k, v). layer_fns: optional compiled stand-ins for the layers' forward.
+        per-layer (k, v) (with every_pass_kv, a list of them, one per pass).
+        layer_fns: optional compiled stand-ins for the layers' forward.
         """
         passes = passes or self.cfg.passes
         t = ids.shape[1]
@@ -211,9 +212,10 @@ class Dory(Scaled):
         fns = layer_fns or list(self.layers)
         x = self.embed[ids]
         h = self.enter(x)
-        states, kv = [], []
+        states, kv, kvs = [], [], []
         for k in range(1, passes + 1):
             kv = []
+            kvs.append(kv)
             for i, fn in enumerate(fns):
                 kf, vf = final_kv[i] if final_kv is not None else (None, None)
                 h, kk, vv = fn(h, cos, sin, masks[self.cfg.layers[i]], kf, vf)
@@ -223,7 +225,7 @@ class Dory(Scaled):
                 if readouts:
                     states.append(s)
         states.append(self.leave(h))
-        return states, kv
+        return states, (kvs if every_pass_kv else kv)
 
 
 def init_weights(model: Dory, generator: torch.Generator | None = None) -> None:

@@ -42,7 +42,7 @@ def _autocast(device: torch.device, dtype: torch.dtype | None):
 
 
 def _ce(model, state, targets) -> tuple[float, int]:
-    logits = model.logits(state).float()
+    logits = model.logits(state)  # in the parameters' dtype (float32 under autocast)
     loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
     return float(loss), targets.numel()
 
@@ -79,3 +79,59 @@ def decode_semantics(model, wins: torch.Tensor, batch: int, device, passes: int,
                 sums[it] += total
         count += n
     return [math.exp(s / count) for s in sums]
+
+
+def _exit_stats(rule, read: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+    """exits.statistic for every row at once: read, previous [B, T, V] -> [B, T] (f64)."""
+    lp = read.double().log_softmax(-1)
+    if rule.criterion == "confidence":
+        return lp.max(-1).values.exp()
+    lq = previous.double().log_softmax(-1)
+    return (lp.exp() * (lp - lq)).sum(-1)
+
+
+@torch.no_grad()
+def decode_with_exit(model, wins: torch.Tensor, batch: int, device, rule,
+                     iterations: int, autocast=None) -> tuple[float, float]:
+    """Perplexity and mean passes with every token decoded step by step under an early-exit
+    rule (spec §5): each row's logits are those of the pass it exits at, and later rows
+    see the keys and values of that pass. The same fixed point as decode_semantics, each
+    iteration re-deciding the exits from the previous iteration's cached entries."""
+    from . import exits  # the schedule of read-outs and tests is the Session's
+
+    passes = model.cfg.passes
+    nll, count, used = 0.0, 0, 0.0
+    for a in range(0, len(wins), batch):
+        w = wins[a:a + batch].to(device)
+        x, y = w[:, :-1], w[:, 1:]
+        with _autocast(device, autocast):
+            _, kv = model(x, passes=passes)
+            for _ in range(iterations):
+                states, kvs = model(x, passes=passes, readouts=True, final_kv=kv, every_pass_kv=True)
+                logits = [model.logits(s) for s in states]
+                exit_at = torch.full(y.shape, passes, device=device)
+                previous = None
+                for k in range(1, passes):
+                    if not exits.reads_after(rule, k, passes):
+                        continue
+                    read = logits[k - 1]
+                    if exits.tests_after(rule, k, passes):
+                        stat = _exit_stats(rule, read, previous)
+                        ok = stat < rule.threshold if rule.criterion == "kl" else stat >= rule.threshold
+                        exit_at = torch.where((exit_at == passes) & ok, torch.full_like(exit_at, k), exit_at)
+                    previous = read
+                exit_at[:, 0] = passes  # the first row is the prompt: all passes (§5)
+                kv = [(_choose(kvs, i, 0, exit_at), _choose(kvs, i, 1, exit_at)) for i in range(len(kvs[0]))]
+            chosen = torch.stack(logits).gather(
+                0, (exit_at - 1)[None, ..., None].expand(1, *y.shape, logits[0].shape[-1]))[0]
+        nll += float(torch.nn.functional.cross_entropy(chosen.flatten(0, 1), y.flatten(), reduction="sum"))
+        count += y.numel()
+        used += float(exit_at.double().sum())
+    return math.exp(nll / count), used / count
+
+
+def _choose(kvs, layer: int, which: int, exit_at: torch.Tensor) -> torch.Tensor:
+    """The key (which = 0) or value (1) of each row from the pass it exits at."""
+    per_pass = torch.stack([kvs[k][layer][which] for k in range(len(kvs))])  # [P, B, T, K, d]
+    idx = (exit_at - 1)[None, :, :, None, None].expand(1, *per_pass.shape[1:])
+    return per_pass.gather(0, idx)[0]

@@ -84,3 +84,34 @@ def test_o1_with_an_empty_far_span_is_exact():
         a, b = exact.step(t)[0], approx.step(t)[0]
         assert rel_err(b, a) < 1e-12
     assert approx.sealed
+
+
+@pytest.mark.parametrize("criterion, thresholds", [("kl", [0.02, 0.05, 0.1, 0.2]),
+                                                   ("confidence", [0.1, 0.2, 0.3, 0.5])])
+def test_decode_with_exit_is_stepwise_decoding_with_exit(criterion, thresholds):
+    # The batched fixed point (used to tune the exit rule) against the Session, token by
+    # token: the same perplexity and the same passes, once iterated over every row.
+    import math
+    from dory import Exit
+    from dory.perplexity import decode_with_exit
+    model = tiny_model(tiny_config(passes=4), alpha_gain=1.0)
+    with torch.no_grad():
+        model.head_scale.mul_(8.0)
+    tokens = ids(12, 97)
+    for tau in thresholds:
+        rule = Exit(criterion, tau, 1)
+        s = Session(model, exit=rule)
+        rows, used = [s.prompt(tokens[:1])[0]], [4]
+        for t in tokens[1:-1]:
+            logits, p = s.step(t)
+            rows.append(logits)
+            used.append(p)
+        if 4 > sum(used) / len(used) > 1.2:
+            break
+    else:
+        pytest.fail("no threshold gave a mix of exits")
+    lp = torch.stack(rows).log_softmax(-1)
+    want_ppl = math.exp(-float(lp[torch.arange(len(rows)), torch.tensor(tokens[1:])].mean()))
+    ppl, passes = decode_with_exit(model, torch.tensor([tokens]), 1, torch.device("cpu"), rule, len(tokens))
+    assert abs(ppl / want_ppl - 1) < 1e-9
+    assert passes == pytest.approx(sum(used) / len(used))

@@ -75,3 +75,23 @@ def test_resume_ends_where_an_unbroken_run_does(data, tmp_path):
     assert a["step"] == b["step"] == 8
     for name in a["model"]:
         assert torch.equal(a["model"][name], b["model"][name]), name
+
+
+def test_the_same_script_runs_data_parallel(data, tmp_path):
+    # Two processes through torchrun (gloo on the CPU, NCCL on GPUs): every rank draws the
+    # same passes and regime per step, DDP averages the gradients, rank 0 writes.
+    import subprocess
+    import sys
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CONFIG))
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(Path(trainer.__file__)), "--config", str(cfg), "--data", str(data), "--out", str(out),
+           "--seq", "32", "--batch", "4", "--steps", "4", "--device", "cpu", "--log-every", "1",
+           "--decode-frac", "0.5", "--no-export"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    start = next(r for r in records if r.get("event") == "start")
+    assert start["world"] == 2 and start["tokens_per_step"] == 2 * 4 * 32
+    assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 4

@@ -1,0 +1,57 @@
+"""Tunes the early-exit rule of a model on validation text, in the decode semantics.
+
+    python train/tune_exit.py --model models/dory-tiny --data train/data --windows 6
+
+For every rule of the sweep: perplexity with every token decoded step by step (the
+batched fixed point of perplexity.decode_with_exit) and the mean passes per token; the
+tuned rule is the one that saves the most passes within --budget (default 1 %) of the
+perplexity without early exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dory import Exit, load, perplexity  # noqa: E402
+from train import load_split  # noqa: E402
+
+SWEEP = [("kl", t, 1) for t in (0.1, 0.03, 0.01)] + \
+        [("confidence", t, 1) for t in (0.5, 0.7, 0.9)] + [("confidence", t, 2) for t in (0.5, 0.7)]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--data", type=Path, required=True, help="folder with val.u16 (or val.u16.xz)")
+    ap.add_argument("--windows", type=int, default=6)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=0.01)
+    a = ap.parse_args(argv)
+    model = load(a.model, torch.float32)
+    cfg = model.cfg
+    wins = perplexity.windows(load_split(a.data, "val"), cfg.bos, a.seq + 1, a.windows)
+    cpu = torch.device("cpu")
+    rows = []
+    for crit, tau, k in [("none", 0.0, 1)] + SWEEP:
+        t0 = time.time()
+        ppl, passes = perplexity.decode_with_exit(model, wins, 4, cpu, Exit(crit, tau, k), a.iterations)
+        rows.append({"criterion": crit, "threshold": tau, "min_passes": k, "ppl": round(ppl, 3),
+                     "passes": round(passes, 3)})
+        print(json.dumps({**rows[-1], "seconds": round(time.time() - t0, 1)}), flush=True)
+    base = rows[0]["ppl"]
+    ok = [r for r in rows[1:] if r["ppl"] <= base * (1 + a.budget)]
+    best = min(ok, key=lambda r: r["passes"]) if ok else None
+    print(json.dumps({"windows": len(wins), "tokens": int(wins[:, 1:].numel()), "no_exit_ppl": base,
+                      "tuned": best}))
+
+
+if __name__ == "__main__":
+    main()
