@@ -31,6 +31,13 @@ enum Command {
     Init(init::Args),
     /// Prompt-processing and generation speed, with repetitions.
     Bench(bench::Args),
+    /// Serve the model over HTTP: an OpenAI-compatible API and a web page (docs/SERVER.md).
+    Serve {
+        #[command(flatten)]
+        model: common::ModelArgs,
+        #[command(flatten)]
+        server: dory_server::Args,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -46,6 +53,10 @@ fn main() -> std::process::ExitCode {
             Command::Ppl(a) => ppl::run(a),
             Command::Init(a) => init::run(a),
             Command::Bench(a) => bench::run(a),
+            Command::Serve { model, server } => {
+                let (loaded, args) = (model.load()?, model.clone());
+                dory_server::run(loaded, server, move |m: &dory::Model| args.session(m))
+            }
         }
     };
     match run() {

@@ -1,0 +1,485 @@
+//! The HTTP handlers. Each reads and checks its request, tokenizes the prompt off the
+//! async threads, submits a job to the engine, and answers from the job's events: all
+//! at once, or as server-sent events. None of them runs the model.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use dory::Finish;
+use futures_util::Stream;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use crate::engine::{Event, Job, Summary};
+use crate::error::ApiError;
+use crate::openai::*;
+use crate::params::{self, json_kind, Plan};
+use crate::{chat, App};
+
+/// Tokens a completion generates when the request does not say (OpenAI's default).
+const COMPLETION_DEFAULT_TOKENS: usize = 16;
+/// Tokens a chat answer may take when the request does not say (at most the context).
+const CHAT_DEFAULT_TOKENS: usize = 512;
+
+pub async fn completions(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
+    let value = params::json_body(&read_body(&app, req).await?)?;
+    let body: CompletionBody = params::fields(&value)?;
+    let knobs: Knobs = params::fields(&value)?;
+    if body.echo == Some(true) {
+        return Err(ApiError::unsupported("echo", "echo"));
+    }
+    if body.suffix.as_ref().is_some_and(|s| !s.is_null()) {
+        return Err(ApiError::unsupported("suffix", "suffix (insertion)"));
+    }
+    if body.best_of.is_some_and(|b| b > 1) {
+        return Err(ApiError::unsupported("best_of", "best_of > 1"));
+    }
+    if body.logprobs.as_ref().is_some_and(|l| !matches!(l, Value::Null | Value::Bool(false)) && l != &json!(0)) {
+        return Err(ApiError::unsupported("logprobs", "logprobs"));
+    }
+    let plan = Plan::new(&knobs)?;
+    let ids = match prompt_of(&body.prompt)? {
+        Prompt::Text(text) => app.tokenize(text).await?,
+        Prompt::Ids(ids) => app.check_ids(ids)?,
+    };
+    let rx = app.submit(ids, &plan, vec![], COMPLETION_DEFAULT_TOKENS, "prompt")?;
+    let meta = Meta::new("cmpl", body.model);
+    if plan.stream {
+        return Ok(stream_completion(app, rx, meta, plan.include_usage).into_response());
+    }
+    let (text, s) = collect(rx).await?;
+    Ok(Json(Completion {
+        id: meta.id,
+        object: "text_completion",
+        created: meta.created,
+        model: meta.model,
+        choices: vec![CompletionChoice {
+            index: 0,
+            text,
+            logprobs: None,
+            finish_reason: Some(finish_reason(s.finish)),
+        }],
+        usage: Some(usage(&s)),
+        dory: Some(Dory::Summary(app.summary(&s))),
+    })
+    .into_response())
+}
+
+pub async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
+    let value = params::json_body(&read_body(&app, req).await?)?;
+    let body: ChatBody = params::fields(&value)?;
+    let mut knobs: Knobs = params::fields(&value)?;
+    for (name, v) in [("tools", &body.tools), ("functions", &body.functions)] {
+        if v.as_ref().is_some_and(|v| !v.is_null()) {
+            return Err(ApiError::unsupported(name, "tool calling"));
+        }
+    }
+    if body.logprobs.as_ref().is_some_and(|l| !matches!(l, Value::Null | Value::Bool(false))) {
+        return Err(ApiError::unsupported("logprobs", "logprobs"));
+    }
+    if let Some(f) = &body.response_format {
+        if f.get("type").and_then(Value::as_str).is_some_and(|t| t != "text") {
+            return Err(ApiError::unsupported("response_format", "a response_format other than text"));
+        }
+    }
+    knobs.max_tokens = knobs.max_tokens.or(body.max_completion_tokens);
+    let plan = Plan::new(&knobs)?;
+    let prompt = chat::render(&body.messages)?;
+    let ids = app.tokenize(prompt).await?;
+    let rx =
+        app.submit(ids, &plan, chat::STOP.iter().map(|s| s.to_string()).collect(), CHAT_DEFAULT_TOKENS, "messages")?;
+    let meta = Meta::new("chatcmpl", body.model);
+    if plan.stream {
+        return Ok(stream_chat(app, rx, meta, plan.include_usage).into_response());
+    }
+    let (text, s) = collect(rx).await?;
+    Ok(Json(ChatCompletion {
+        id: meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: meta.model,
+        choices: vec![ChatChoice {
+            index: 0,
+            message: AssistantMessage { role: "assistant", content: text },
+            logprobs: None,
+            finish_reason: finish_reason(s.finish),
+        }],
+        usage: usage(&s),
+        dory: Dory::Summary(app.summary(&s)),
+    })
+    .into_response())
+}
+
+pub async fn models(State(app): State<Arc<App>>) -> Json<ModelList> {
+    Json(ModelList {
+        object: "list",
+        data: vec![ModelCard {
+            id: app.name.clone(),
+            object: "model",
+            created: app.started,
+            owned_by: "dory",
+            dory: app.facts.clone(),
+        }],
+    })
+}
+
+pub async fn health(State(app): State<Arc<App>>) -> Json<Value> {
+    let s = &app.engine.stats;
+    Json(json!({
+        "status": "ok",
+        "model": app.name,
+        "backend": app.engine.backend,
+        "workers": app.engine.workers,
+        "busy": s.busy.load(Ordering::SeqCst),
+        "queued": app.engine.queued(),
+        "queue_capacity": app.engine.queue,
+        "served": s.served.load(Ordering::Relaxed),
+        "cancelled": s.cancelled.load(Ordering::Relaxed),
+        "failed": s.failed.load(Ordering::Relaxed),
+        "tokens": s.tokens.load(Ordering::Relaxed),
+    }))
+}
+
+/// A 404 in OpenAI's shape, listing what there is.
+pub async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::invalid(
+        "url",
+        format!(
+            "no endpoint {method} {}; dory serve has POST /v1/completions, POST /v1/chat/completions, \
+             GET /v1/models, GET /health and the page at /",
+            uri.path()
+        ),
+    )
+    .status(StatusCode::NOT_FOUND)
+    .code("unknown_url")
+}
+
+pub async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    ApiError::invalid("method", format!("{} does not take {method}", uri.path()))
+        .status(StatusCode::METHOD_NOT_ALLOWED)
+        .code("method_not_allowed")
+}
+
+/// The body, at most `max_body` bytes, read within `body_timeout` (a client that
+/// declares more than it sends must not hold a connection forever).
+async fn read_body(app: &App, req: Request) -> Result<Bytes, ApiError> {
+    let limit = app.limits.max_body;
+    let too_large = |n: String| {
+        ApiError::body(format!("the request body is {n} bytes; the limit is {limit} (dory serve --max-body)"))
+            .status(StatusCode::PAYLOAD_TOO_LARGE)
+            .code("body_too_large")
+    };
+    // Refuse a declared length at once, before reading any of it.
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|&n| n > limit as u64) {
+        return Err(too_large(n.to_string()));
+    }
+    let body: Body = req.into_body();
+    match tokio::time::timeout(app.limits.body_timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large("more than that".into())),
+        Ok(Err(e)) => Err(ApiError::body(format!("cannot read the request body: {e}"))),
+        Err(_) => Err(ApiError::body(format!(
+            "the request body did not arrive within {} s",
+            app.limits.body_timeout.as_secs_f64()
+        ))
+        .status(StatusCode::REQUEST_TIMEOUT)
+        .code("body_timeout")),
+    }
+}
+
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+enum Prompt {
+    Text(String),
+    Ids(Vec<u32>),
+}
+
+/// `prompt`: a string, a list of one string, a list of token ids, or a list of one list
+/// of token ids.
+fn prompt_of(v: &Value) -> Result<Prompt, ApiError> {
+    let bad = |why: String| ApiError::invalid("prompt", why);
+    match v {
+        Value::String(s) => Ok(Prompt::Text(s.clone())),
+        Value::Array(items) if items.len() == 1 && !items[0].is_number() => prompt_of(&items[0]),
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_number) => items
+            .iter()
+            .map(|i| i.as_u64().and_then(|i| u32::try_from(i).ok()))
+            .collect::<Option<Vec<u32>>>()
+            .map(Prompt::Ids)
+            .ok_or_else(|| bad("a prompt of token ids must hold integers ≥ 0".into())),
+        Value::Array(items) if items.len() > 1 && items.iter().all(|i| i.is_string() || i.is_array()) => {
+            Err(ApiError::unsupported("prompt", "a batch of several prompts"))
+        }
+        Value::Array(items) if items.is_empty() => Err(bad("the prompt is an empty list".into())),
+        other => Err(bad(format!("prompt must be a string or a list of token ids, got {}", json_kind(other)))),
+    }
+}
+
+/// The response's id, creation time and echoed model name.
+struct Meta {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Meta {
+    fn new(prefix: &str, model: String) -> Meta {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let created = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        Meta { id: format!("{prefix}-{created:x}{n:06x}"), created, model }
+    }
+}
+
+fn finish_reason(f: Finish) -> &'static str {
+    match f {
+        Finish::Length => "length",
+        Finish::Eos | Finish::Stop => "stop",
+        // Only a client that went away cancels, and it reads no answer.
+        Finish::Cancelled => "cancelled",
+    }
+}
+
+fn usage(s: &Summary) -> Usage {
+    Usage {
+        prompt_tokens: s.prompt_tokens,
+        completion_tokens: s.passes.len(),
+        total_tokens: s.prompt_tokens + s.passes.len(),
+    }
+}
+
+/// A whole answer's text and figures.
+async fn collect(mut rx: UnboundedReceiver<Event>) -> Result<(String, Summary), ApiError> {
+    let mut text = String::new();
+    while let Some(event) = rx.recv().await {
+        match event {
+            Event::Token { text: t, .. } => text.push_str(&t),
+            Event::Done(s) => return Ok((text, s)),
+            Event::Failed(m) => return Err(ApiError::engine(m)),
+        }
+    }
+    Err(ApiError::engine("the worker stopped before the answer was complete"))
+}
+
+fn stream_completion(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
+    let chunk = move |choices: Vec<CompletionChoice>, usage: Option<Usage>, dory: Option<Dory>| Completion {
+        id: meta.id.clone(),
+        object: "text_completion",
+        created: meta.created,
+        model: meta.model.clone(),
+        choices,
+        usage,
+        dory,
+    };
+    let choice = |text: String, finish: Option<&'static str>| CompletionChoice {
+        index: 0,
+        text,
+        logprobs: None,
+        finish_reason: finish,
+    };
+    sse(rx, vec![], move |event| match event {
+        Event::Token { id, passes, text } => {
+            vec![data(&chunk(vec![choice(text, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
+        }
+        Event::Done(s) => {
+            let last = chunk(
+                vec![choice(String::new(), Some(finish_reason(s.finish)))],
+                None,
+                Some(Dory::Summary(app.summary(&s))),
+            );
+            let mut out = vec![data(&last)];
+            if include_usage {
+                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
+            }
+            out
+        }
+        Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
+    })
+}
+
+fn stream_chat(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
+    let chunk = move |choices: Vec<ChatChunkChoice>, usage: Option<Usage>, dory: Option<Dory>| ChatChunk {
+        id: meta.id.clone(),
+        object: "chat.completion.chunk",
+        created: meta.created,
+        model: meta.model.clone(),
+        choices,
+        usage,
+        dory,
+    };
+    let choice = |delta: Delta, finish: Option<&'static str>| ChatChunkChoice {
+        index: 0,
+        delta,
+        logprobs: None,
+        finish_reason: finish,
+    };
+    // OpenAI's streams open with the role.
+    let first =
+        data(&chunk(vec![choice(Delta { role: Some("assistant"), content: Some(String::new()) }, None)], None, None));
+    sse(rx, vec![first], move |event| match event {
+        Event::Token { id, passes, text } => {
+            let delta = Delta { role: None, content: Some(text) };
+            vec![data(&chunk(vec![choice(delta, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
+        }
+        Event::Done(s) => {
+            let last = chunk(
+                vec![choice(Delta::default(), Some(finish_reason(s.finish)))],
+                None,
+                Some(Dory::Summary(app.summary(&s))),
+            );
+            let mut out = vec![data(&last)];
+            if include_usage {
+                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
+            }
+            out
+        }
+        Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
+    })
+}
+
+fn data(v: &impl Serialize) -> String {
+    serde_json::to_string(v).expect("wire types serialize")
+}
+
+/// Server-sent events: `first`, then each job event as `render` writes it, then
+/// `data: [DONE]`; comments keep an idle connection open while the prompt runs. When
+/// the client goes away, the stream and with it the job's receiver are dropped, which
+/// the worker sees at its next token and stops.
+fn sse(
+    rx: UnboundedReceiver<Event>,
+    first: Vec<String>,
+    render: impl FnMut(Event) -> Vec<String> + Send + 'static,
+) -> Response {
+    struct St<R> {
+        rx: UnboundedReceiver<Event>,
+        pending: VecDeque<String>,
+        render: R,
+        done: bool,
+    }
+    let st = St { rx, pending: first.into(), render, done: false };
+    let stream = futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(d) = st.pending.pop_front() {
+                return Some((Ok::<_, Infallible>(SseEvent::default().data(d)), st));
+            }
+            if st.done {
+                return None;
+            }
+            let event = st.rx.recv().await;
+            let end = !matches!(event, Some(Event::Token { .. }));
+            match event {
+                Some(e) => st.pending.extend((st.render)(e)),
+                None => st.pending.push_back(data(
+                    &ApiError::engine("the worker stopped before the answer was complete").body_object(),
+                )),
+            }
+            if end {
+                st.pending.push_back("[DONE]".into());
+                st.done = true;
+            }
+        }
+    });
+    sse_response(stream)
+}
+
+fn sse_response(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(5))).into_response()
+}
+
+impl App {
+    /// Token ids of a prompt text, tokenized on a blocking thread (a long prompt takes
+    /// a while).
+    async fn tokenize(&self, text: String) -> Result<Vec<u32>, ApiError> {
+        let model = self.model.clone();
+        let ids = tokio::task::spawn_blocking(move || model.tokenizer.encode(&text))
+            .await
+            .map_err(|e| ApiError::engine(format!("the tokenizer stopped: {e}")))?
+            .map_err(|e| ApiError::invalid("prompt", e.to_string()))?;
+        Ok(ids)
+    }
+
+    fn check_ids(&self, ids: Vec<u32>) -> Result<Vec<u32>, ApiError> {
+        let v = self.model.config.vocab_size;
+        match ids.iter().position(|&id| id as usize >= v) {
+            Some(i) => {
+                Err(ApiError::invalid("prompt", format!("prompt[{i}] = {} is not a token id below {v}", ids[i])))
+            }
+            None => Ok(ids),
+        }
+    }
+
+    /// Checks the prompt against the context limit, fixes the token budget, and queues
+    /// the job; the receiver gets its events.
+    fn submit(
+        &self,
+        ids: Vec<u32>,
+        plan: &Plan,
+        mut stop: Vec<String>,
+        default_tokens: usize,
+        prompt_param: &str,
+    ) -> Result<UnboundedReceiver<Event>, ApiError> {
+        // The engine prepends bos unless the prompt starts with it (spec §5).
+        let bos = self.model.config.bos_token_id.is_some_and(|b| ids.first() != Some(&b));
+        let prompt_tokens = ids.len() + usize::from(bos);
+        if prompt_tokens == 0 {
+            return Err(ApiError::invalid(prompt_param, "the prompt is empty (and the model has no bos token)"));
+        }
+        let limit = self.limits.max_context;
+        let room = limit.saturating_sub(prompt_tokens);
+        let max_tokens = plan.max_tokens.unwrap_or(default_tokens.min(room));
+        if max_tokens == 0 || prompt_tokens + max_tokens > limit {
+            return Err(ApiError::invalid(
+                prompt_param,
+                format!(
+                    "the context limit is {limit} tokens, but this request needs {} ({prompt_tokens} in the prompt, \
+                     {max_tokens} to generate); shorten the prompt or lower max_tokens",
+                    prompt_tokens + max_tokens.max(1)
+                ),
+            )
+            .code("context_length_exceeded"));
+        }
+        stop.extend(plan.stop.iter().cloned());
+        let (events, rx) = unbounded_channel();
+        let request = dory::Request { max_tokens, sampling: plan.sampling.clone(), stop, bos: true };
+        let job = Job { prompt: ids, request, exit: plan.exit, events, queued_at: Instant::now() };
+        self.engine.submit(job).map_err(|_| ApiError::busy(self.engine.queue))?;
+        Ok(rx)
+    }
+
+    fn summary(&self, s: &Summary) -> DorySummary {
+        let decode_s = s.decode.as_secs_f64();
+        let n = s.passes.len();
+        DorySummary {
+            passes: s.passes.clone(),
+            mean_passes: s.passes.iter().sum::<usize>() as f64 / n.max(1) as f64,
+            max_passes: self.model.config.passes,
+            attention: self.facts.attention,
+            cache_bytes: s.cache_bytes,
+            prefill_ms: s.prefill.as_secs_f64() * 1e3,
+            decode_ms: decode_s * 1e3,
+            // The decoding loop samples every token and runs a step for each but the last.
+            tokens_per_second: if decode_s > 0.0 { n as f64 / decode_s } else { 0.0 },
+            queue_ms: s.queued.as_secs_f64() * 1e3,
+        }
+    }
+}
