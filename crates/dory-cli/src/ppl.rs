@@ -29,6 +29,9 @@ pub struct Args {
     /// Feed the text token by token with the decode semantics.
     #[arg(long)]
     pub decode: bool,
+    /// Score only the first N tokens of the file.
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<usize>,
     /// Early exit while decoding: none, kl:T or confidence:T [default: the config's]
     #[arg(long, value_name = "RULE", requires = "decode")]
     pub exit: Option<String>,
@@ -39,7 +42,11 @@ pub fn run(a: &Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     let model = a.model.load()?;
     let c = &model.config;
-    let ids = model.tokenizer.encode(&text)?;
+    let mut ids = model.tokenizer.encode(&text)?;
+    if let Some(n) = a.tokens {
+        anyhow::ensure!(ids.len() >= n, "{}: has {} tokens, fewer than --tokens {n}", a.file.display(), ids.len());
+        ids.truncate(n);
+    }
     let context = match (a.context, a.decode) {
         (Some(n), _) => n,
         (None, false) => c.max_context.unwrap_or(1024),
