@@ -266,7 +266,7 @@ def main(argv=None) -> dict:
             window_flops, window_tokens, window_start = 0.0, 0, time.perf_counter()
             t_last = window_start
         if a.eval_every and step % a.eval_every == 0 and main_proc:
-            log(a, main_proc, {"step": step, "val_ppl_per_pass": evaluate(a, model, val, bos, device, amp, decode=False)})
+            log(a, main_proc, {"step": step, **evaluate(a, model, val, bos, device, amp, decode=False)})
             t_last = time.perf_counter()
         if step % a.ckpt_every == 0:
             save_ckpt(a, main_proc, model, opt, step, elapsed, seen, batches, world)

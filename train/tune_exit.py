@@ -22,8 +22,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dory import Exit, load, perplexity  # noqa: E402
 from train import load_split  # noqa: E402
 
-SWEEP = [("kl", t, 1) for t in (0.1, 0.03, 0.01)] + \
-        [("confidence", t, 1) for t in (0.5, 0.7, 0.9)] + [("confidence", t, 2) for t in (0.5, 0.7)]
+SWEEP = "kl:1,kl:0.3,kl:0.1,kl:0.03,kl:0.01,confidence:0.3,confidence:0.5,confidence:0.7," \
+        "confidence:0.9,confidence:0.5:2,confidence:0.7:2"
+
+
+def parse_rules(text: str) -> list[tuple[str, float, int]]:
+    """"kl:0.1,confidence:0.5:2" (criterion:threshold[:min_passes], as `dory --exit`)."""
+    rules = []
+    for item in text.split(","):
+        parts = item.split(":")
+        if len(parts) not in (2, 3) or parts[0] not in ("kl", "confidence"):
+            raise SystemExit(f"--rules: {item!r} is not criterion:threshold[:min_passes]")
+        rules.append((parts[0], float(parts[1]), int(parts[2]) if len(parts) == 3 else 1))
+    return rules
 
 
 def main(argv=None) -> None:
@@ -34,13 +45,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--iterations", type=int, default=2)
     ap.add_argument("--budget", type=float, default=0.01)
+    ap.add_argument("--rules", default=SWEEP, help="the sweep, criterion:threshold[:min_passes],…")
     a = ap.parse_args(argv)
     model = load(a.model, torch.float32)
     cfg = model.cfg
     wins = perplexity.windows(load_split(a.data, "val"), cfg.bos, a.seq + 1, a.windows)
     cpu = torch.device("cpu")
     rows = []
-    for crit, tau, k in [("none", 0.0, 1)] + SWEEP:
+    for crit, tau, k in [("none", 0.0, 1)] + parse_rules(a.rules):
         t0 = time.time()
         ppl, passes = perplexity.decode_with_exit(model, wins, 4, cpu, Exit(crit, tau, k), a.iterations)
         rows.append({"criterion": crit, "threshold": tau, "min_passes": k, "ppl": round(ppl, 3),

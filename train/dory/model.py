@@ -192,14 +192,15 @@ class Dory(Scaled):
 
     def forward(self, ids: torch.Tensor, passes: int | None = None, readouts: bool = False,
                 final_kv: list | None = None, layer_fns=None, every_pass_kv: bool = False):
-        """ids [B, T] from position 0. Returns the final unit state [B, T, D] and, with
-        readouts, the list of unit states after every pass (the last one included):
-        per-pass logits are `logits(state)` (pass k's read-out equals reading out a
-        model of k passes). The caller applies `logits` so that a trainer can fuse it with
-        the loss. With final_kv (a list of per-layer (k, v) of the last pass of an earlier
-        forward), every pass runs in the decode regime. Also returns the last pass's
-        per-layer (k, v) (with every_pass_kv, a list of them, one per pass).
-        layer_fns: optional compiled stand-ins for the layers' forward.
+        """ids [B, T] from position 0. Returns (states, kv).
+
+        states: the unit states to read out, [B, T, D] each: after every pass with
+        readouts, else after the last only. Per-pass logits are `logits(state)`, and pass
+        k's read-out equals a model of k passes (the first k passes do not depend on P);
+        the caller applies `logits`, so that a trainer can fuse it with its loss.
+        kv: the last pass's per-layer (k, v), or with every_pass_kv one such list per pass.
+        final_kv: per-layer (k, v) of an earlier forward's last pass: every pass then runs
+        in the decode regime. layer_fns: compiled stand-ins for the layers' forward.
         """
         passes = passes or self.cfg.passes
         t = ids.shape[1]

@@ -41,10 +41,11 @@ def _autocast(device: torch.device, dtype: torch.dtype | None):
     return torch.autocast(device.type, dtype=dtype)
 
 
-def _ce(model, state, targets) -> tuple[float, int]:
-    logits = model.logits(state)  # in the parameters' dtype (float32 under autocast)
-    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-    return float(loss), targets.numel()
+def _ce(model, state, targets) -> float:
+    """Summed cross-entropy; the logits stay in the parameters' dtype (float32 under
+    autocast, float64 for the oracle)."""
+    logits = model.logits(state)
+    return float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
 
 
 @torch.no_grad()
@@ -57,9 +58,8 @@ def per_pass(model, wins: torch.Tensor, batch: int, device, autocast=None) -> li
         with _autocast(device, autocast):
             states, _ = model(w[:, :-1], passes=passes, readouts=True)
             for k, s in enumerate(states):
-                total, n = _ce(model, s, w[:, 1:])
-                sums[k] += total
-        count += n
+                sums[k] += _ce(model, s, w[:, 1:])
+        count += w[:, 1:].numel()
     return [math.exp(s / count) for s in sums]
 
 
@@ -75,9 +75,8 @@ def decode_semantics(model, wins: torch.Tensor, batch: int, device, passes: int,
             _, kv = model(w[:, :-1], passes=passes)
             for it in range(iterations):
                 states, kv = model(w[:, :-1], passes=passes, final_kv=kv)
-                total, n = _ce(model, states[-1], w[:, 1:])
-                sums[it] += total
-        count += n
+                sums[it] += _ce(model, states[-1], w[:, 1:])
+        count += w[:, 1:].numel()
     return [math.exp(s / count) for s in sums]
 
 
