@@ -24,20 +24,19 @@ def tests_after(rule: Exit | None, k: int, passes: int) -> bool:
     return first <= k < passes
 
 
-def statistic(rule: Exit, logits: torch.Tensor, previous: torch.Tensor | None) -> float:
-    """The number compared with τ: KL(p_k ‖ p_{k−1}) for kl, max p_k for confidence, on
-    the softmax of the raw logits (temperature 1). ln p is logit − log-sum-exp, never the
-    log of an underflowed probability."""
-    lp = logits - torch.logsumexp(logits, dim=-1)
+def statistic(rule: Exit, logits: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
+    """The number compared with τ, over the last dimension (so for one row or a batch):
+    KL(p_k ‖ p_{k−1}) for kl, max p_k for confidence, on the softmax of the raw logits
+    (temperature 1), in float64. ln p is logit − log-sum-exp, never the log of an
+    underflowed probability."""
+    lp = logits.double().log_softmax(-1)
     if rule.criterion == "confidence":
-        return float(lp.max().exp())
+        return lp.max(-1).values.exp()
     if previous is None:
         raise ValueError("the kl rule needs the previous pass's read-out")
-    lq = previous - torch.logsumexp(previous, dim=-1)
-    return float((lp.exp() * (lp - lq)).sum())
+    lq = previous.double().log_softmax(-1)
+    return (lp.exp() * (lp - lq)).sum(-1)
 
 
-def holds(rule: Exit, stat: float) -> bool:
-    if rule.criterion == "kl":
-        return stat < rule.threshold
-    return stat >= rule.threshold
+def holds(rule: Exit, stat: torch.Tensor) -> torch.Tensor:
+    return stat < rule.threshold if rule.criterion == "kl" else stat >= rule.threshold

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import exits
 from . import tokens as token_files
 
 
@@ -80,15 +81,6 @@ def decode_semantics(model, wins: torch.Tensor, batch: int, device, passes: int,
     return [math.exp(s / count) for s in sums]
 
 
-def _exit_stats(rule, read: torch.Tensor, previous: torch.Tensor | None) -> torch.Tensor:
-    """exits.statistic for every row at once: read, previous [B, T, V] -> [B, T] (f64)."""
-    lp = read.double().log_softmax(-1)
-    if rule.criterion == "confidence":
-        return lp.max(-1).values.exp()
-    lq = previous.double().log_softmax(-1)
-    return (lp.exp() * (lp - lq)).sum(-1)
-
-
 @torch.no_grad()
 def decode_with_exit(model, wins: torch.Tensor, batch: int, device, rule,
                      iterations: int, autocast=None) -> tuple[float, float]:
@@ -96,8 +88,6 @@ def decode_with_exit(model, wins: torch.Tensor, batch: int, device, rule,
     rule (spec §5): each row's logits are those of the pass it exits at, and later rows
     see the keys and values of that pass. The same fixed point as decode_semantics, each
     iteration re-deciding the exits from the previous iteration's cached entries."""
-    from . import exits  # the schedule of read-outs and tests is the Session's
-
     passes = model.cfg.passes
     nll, count, used = 0.0, 0, 0.0
     for a in range(0, len(wins), batch):
@@ -115,8 +105,7 @@ def decode_with_exit(model, wins: torch.Tensor, batch: int, device, rule,
                         continue
                     read = logits[k - 1]
                     if exits.tests_after(rule, k, passes):
-                        stat = _exit_stats(rule, read, previous)
-                        ok = stat < rule.threshold if rule.criterion == "kl" else stat >= rule.threshold
+                        ok = exits.holds(rule, exits.statistic(rule, read, previous))
                         exit_at = torch.where((exit_at == passes) & ok, torch.full_like(exit_at, k), exit_at)
                     previous = read
                 exit_at[:, 0] = passes  # the first row is the prompt: all passes (§5)
