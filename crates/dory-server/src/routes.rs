@@ -447,13 +447,13 @@ impl App {
         let limit = self.limits.max_context;
         let room = limit.saturating_sub(prompt_tokens);
         let max_tokens = plan.max_tokens.unwrap_or(default_tokens.min(room));
-        if max_tokens == 0 || prompt_tokens + max_tokens > limit {
+        if max_tokens == 0 || max_tokens > room {
             return Err(ApiError::invalid(
                 prompt_param,
                 format!(
                     "the context limit is {limit} tokens, but this request needs {} ({prompt_tokens} in the prompt, \
                      {max_tokens} to generate); shorten the prompt or lower max_tokens",
-                    prompt_tokens + max_tokens.max(1)
+                    prompt_tokens.saturating_add(max_tokens.max(1))
                 ),
             )
             .code("context_length_exceeded"));

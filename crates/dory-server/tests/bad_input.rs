@@ -83,6 +83,9 @@ async fn a_prompt_longer_than_the_context() {
     let e =
         refused("/v1/completions", r#"{"model": "m", "prompt": "x", "max_tokens": 100}"#, 400, Some("prompt")).await;
     assert_eq!(e["code"], "context_length_exceeded");
+    let huge = json!({"model": "m", "prompt": "x", "max_tokens": u64::MAX}).to_string();
+    let e = refused("/v1/completions", &huge, 400, Some("prompt")).await;
+    assert_eq!(e["code"], "context_length_exceeded");
     let chat = json!({"model": "m", "messages": [{"role": "user", "content": long}]}).to_string();
     refused("/v1/chat/completions", &chat, 400, Some("messages")).await;
 }

@@ -36,6 +36,23 @@ async fn a_client_that_leaves_mid_stream_cancels_its_generation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_before_a_whole_answer_cancels_too() {
+    let s = start(Args { parallel: 1, ..big_context() }, false).await;
+    let mut body = long();
+    body["stream"] = json!(false);
+    let body = body.to_string();
+    let req = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut c, req.as_bytes()).await.unwrap();
+    wait_health(s.addr, "the worker busy", |h| h["busy"] == 1).await;
+    drop(c);
+    wait_health(s.addr, "the generation cancelled", |h| h["busy"] == 0 && h["cancelled"] == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_answers_503_and_frees_up() {
     let s = start(Args { parallel: 1, queue: 1, ..big_context() }, false).await;
     let running = open_stream(s.addr, &long(), 3).await;
