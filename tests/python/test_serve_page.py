@@ -100,5 +100,12 @@ def test_the_page_streams_tokens_coloured_by_passes(page_server):
             assert page.inner_text("#output").startswith("To be, or not to be")
             assert errors == [], errors
             page.screenshot(path=str(OUT / "page.png"), full_page=True)
+
+            # A refused request shows the server's message, and the page stays usable.
+            page.fill("#exit", "sometimes")
+            page.click("#generate")
+            page.wait_for_function("document.getElementById('status').textContent.startsWith('error')")
+            assert "exit" in page.inner_text("#status")
+            assert page.is_enabled("#generate")
         finally:
             browser.close()
