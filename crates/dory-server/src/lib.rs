@@ -2,10 +2,12 @@
 //! engine API (docs/SERVER.md).
 //!
 //! - `engine`: worker threads that own the sessions and run generation;
-//! - `routes`: the HTTP handlers, which only submit jobs and stream their events;
+//! - `routes`: the HTTP handlers, which only submit jobs; `answer`: the answers they give
+//!   from a job's events, whole or as server-sent events;
 //! - `openai`: the wire types; `params`: checking a request; `chat`: the chat template;
 //! - `static/`: the page at `/`, compiled in.
 
+pub mod answer;
 pub mod chat;
 pub mod engine;
 pub mod error;

@@ -1,0 +1,211 @@
+//! Answers from a job's events: whole (collected), or streamed as server-sent events in
+//! OpenAI's chunk shapes with Dory's per-token extension.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use dory::Finish;
+use futures_util::Stream;
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::engine::{Event, Summary};
+use crate::error::ApiError;
+use crate::openai::*;
+use crate::App;
+
+/// The response's id, creation time and echoed model name.
+pub struct Meta {
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+}
+
+impl Meta {
+    pub fn new(prefix: &str, model: String) -> Meta {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let created = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        Meta { id: format!("{prefix}-{created:x}{n:06x}"), created, model }
+    }
+}
+
+pub fn finish_reason(f: Finish) -> &'static str {
+    match f {
+        Finish::Length => "length",
+        Finish::Eos | Finish::Stop => "stop",
+        // Only a client that went away cancels, and it reads no answer.
+        Finish::Cancelled => "cancelled",
+    }
+}
+
+pub fn usage(s: &Summary) -> Usage {
+    Usage {
+        prompt_tokens: s.prompt_tokens,
+        completion_tokens: s.passes.len(),
+        total_tokens: s.prompt_tokens + s.passes.len(),
+    }
+}
+
+/// A whole answer's text and figures.
+pub async fn collect(mut rx: UnboundedReceiver<Event>) -> Result<(String, Summary), ApiError> {
+    let mut text = String::new();
+    while let Some(event) = rx.recv().await {
+        match event {
+            Event::Token { text: t, .. } => text.push_str(&t),
+            Event::Done(s) => return Ok((text, s)),
+            Event::Failed(m) => return Err(ApiError::engine(m)),
+        }
+    }
+    Err(ApiError::engine("the worker stopped before the answer was complete"))
+}
+
+pub fn stream_completion(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
+    let chunk = move |choices: Vec<CompletionChoice>, usage: Option<Usage>, dory: Option<Dory>| Completion {
+        id: meta.id.clone(),
+        object: "text_completion",
+        created: meta.created,
+        model: meta.model.clone(),
+        choices,
+        usage,
+        dory,
+    };
+    let choice = |text: String, finish: Option<&'static str>| CompletionChoice {
+        index: 0,
+        text,
+        logprobs: None,
+        finish_reason: finish,
+    };
+    sse(rx, vec![], move |event| match event {
+        Event::Token { id, passes, text } => {
+            vec![data(&chunk(vec![choice(text, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
+        }
+        Event::Done(s) => {
+            let last = chunk(
+                vec![choice(String::new(), Some(finish_reason(s.finish)))],
+                None,
+                Some(Dory::Summary(app.summary(&s))),
+            );
+            let mut out = vec![data(&last)];
+            if include_usage {
+                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
+            }
+            out
+        }
+        Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
+    })
+}
+
+pub fn stream_chat(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
+    let chunk = move |choices: Vec<ChatChunkChoice>, usage: Option<Usage>, dory: Option<Dory>| ChatChunk {
+        id: meta.id.clone(),
+        object: "chat.completion.chunk",
+        created: meta.created,
+        model: meta.model.clone(),
+        choices,
+        usage,
+        dory,
+    };
+    let choice = |delta: Delta, finish: Option<&'static str>| ChatChunkChoice {
+        index: 0,
+        delta,
+        logprobs: None,
+        finish_reason: finish,
+    };
+    // OpenAI's streams open with the role.
+    let first =
+        data(&chunk(vec![choice(Delta { role: Some("assistant"), content: Some(String::new()) }, None)], None, None));
+    sse(rx, vec![first], move |event| match event {
+        Event::Token { id, passes, text } => {
+            let delta = Delta { role: None, content: Some(text) };
+            vec![data(&chunk(vec![choice(delta, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
+        }
+        Event::Done(s) => {
+            let last = chunk(
+                vec![choice(Delta::default(), Some(finish_reason(s.finish)))],
+                None,
+                Some(Dory::Summary(app.summary(&s))),
+            );
+            let mut out = vec![data(&last)];
+            if include_usage {
+                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
+            }
+            out
+        }
+        Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
+    })
+}
+
+fn data(v: &impl Serialize) -> String {
+    serde_json::to_string(v).expect("wire types serialize")
+}
+
+/// Server-sent events: `first`, then each job event as `render` writes it, then
+/// `data: [DONE]`; comments keep an idle connection open while the prompt runs. When
+/// the client goes away, the stream and with it the job's receiver are dropped, which
+/// the worker sees at its next token and stops.
+fn sse(
+    rx: UnboundedReceiver<Event>,
+    first: Vec<String>,
+    render: impl FnMut(Event) -> Vec<String> + Send + 'static,
+) -> Response {
+    struct St<R> {
+        rx: UnboundedReceiver<Event>,
+        pending: VecDeque<String>,
+        render: R,
+        done: bool,
+    }
+    let st = St { rx, pending: first.into(), render, done: false };
+    let stream = futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(d) = st.pending.pop_front() {
+                return Some((Ok::<_, Infallible>(SseEvent::default().data(d)), st));
+            }
+            if st.done {
+                return None;
+            }
+            let event = st.rx.recv().await;
+            let end = !matches!(event, Some(Event::Token { .. }));
+            match event {
+                Some(e) => st.pending.extend((st.render)(e)),
+                None => st.pending.push_back(data(
+                    &ApiError::engine("the worker stopped before the answer was complete").body_object(),
+                )),
+            }
+            if end {
+                st.pending.push_back("[DONE]".into());
+                st.done = true;
+            }
+        }
+    });
+    sse_response(stream)
+}
+
+fn sse_response(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(5))).into_response()
+}
+
+impl App {
+    /// Dory's figures of a finished generation.
+    pub(crate) fn summary(&self, s: &Summary) -> DorySummary {
+        let decode_s = s.decode.as_secs_f64();
+        let n = s.passes.len();
+        DorySummary {
+            passes: s.passes.clone(),
+            mean_passes: s.passes.iter().sum::<usize>() as f64 / n.max(1) as f64,
+            max_passes: self.model.config.passes,
+            attention: self.facts.attention,
+            cache_bytes: s.cache_bytes,
+            prefill_ms: s.prefill.as_secs_f64() * 1e3,
+            decode_ms: decode_s * 1e3,
+            // The decoding loop samples every token and runs a step for each but the last.
+            tokens_per_second: if decode_s > 0.0 { n as f64 / decode_s } else { 0.0 },
+            queue_ms: s.queued.as_secs_f64() * 1e3,
+        }
+    }
+}
