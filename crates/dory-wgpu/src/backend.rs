@@ -1,0 +1,407 @@
+//! `dory::Backend` on wgpu: each op records its dispatches (ops/), `read` submits them
+//! as one command encoder and waits. A session owns one `Wgpu`: its recorder, caches and
+//! scratch; the device, pipelines and weights are shared through `GpuModel`.
+
+use std::sync::Arc;
+
+use dory::backend::{Backend, Mat, Mix, Part};
+use dory::cache::{Keys, Near, Rows};
+use dory::nystrom::{Exported, Landmarks};
+
+use crate::error::gpu_err;
+use crate::model::{GpuModel, Matrix};
+use crate::ops::attend::{self, AttendBufs, Slots};
+use crate::ops::{copy, embed, matmul, mix, o1, prep, residual, swiglu};
+use crate::record::{Recorder, Store};
+
+/// A device buffer of f32.
+pub struct GpuBuf {
+    pub(crate) store: Arc<Store>,
+    len: usize,
+}
+
+impl GpuBuf {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One layer's keys and values ([slots, K·d] each), its query store before an O(1)
+/// seal ([rows, H·d]), and after the seal its landmark state.
+#[derive(Default)]
+pub struct GpuCache {
+    k: Option<Arc<Store>>,
+    v: Option<Arc<Store>>,
+    /// Slots the buffers hold.
+    slots: usize,
+    q: Option<Arc<Store>>,
+    /// Rows of the query store in use (the buffer may hold more).
+    q_rows: usize,
+    q_cap: usize,
+    landmarks: Option<Sealed>,
+}
+
+struct Sealed {
+    store: Arc<Store>,
+    m: usize,
+    rect: bool,
+}
+
+pub struct Wgpu {
+    model: Arc<GpuModel>,
+    rec: Recorder,
+    /// Attention partials (split keys), grown as steps need.
+    part: Arc<Store>,
+    /// Bound where a kernel's optional buffer is absent.
+    none: Arc<Store>,
+    /// The last RoPE table uploaded: its offset in the uploads and its length.
+    rope: Option<(u32, usize)>,
+}
+
+impl Wgpu {
+    pub fn new(model: &Arc<GpuModel>) -> dory::Result<Wgpu> {
+        let dev = &model.dev;
+        Ok(Wgpu {
+            model: model.clone(),
+            rec: Recorder::new(dev.clone()),
+            part: Store::new(dev, 16, "attention partials")?,
+            none: Store::new(dev, 16, "unused")?,
+            rope: None,
+        })
+    }
+
+    pub fn model(&self) -> &Arc<GpuModel> {
+        &self.model
+    }
+
+    /// A buffer holding `data` (tests fill inputs this way).
+    pub fn upload(&mut self, data: &[f32]) -> dory::Result<GpuBuf> {
+        let store = Store::with_data(&self.model.dev, bytemuck::cast_slice(data), "upload")?;
+        Ok(GpuBuf { store, len: data.len() })
+    }
+
+    /// Dispatches recorded since this backend was made.
+    pub fn dispatches(&self) -> u64 {
+        self.rec.dispatches
+    }
+
+    /// Waits for everything recorded (for timing).
+    pub fn finish(&mut self) -> dory::Result<()> {
+        self.rec.submit(Some((&self.none, 4))).map(|_| ())
+    }
+
+    fn matrix(&self, mat: Mat) -> &Matrix {
+        let l = &self.model.layers;
+        match mat {
+            Mat::Qkvg(i) => &l[i].qkvg,
+            Mat::Out(i) => &l[i].out,
+            Mat::GateUp(i) => &l[i].gate_up,
+            Mat::Down(i) => &l[i].down,
+        }
+    }
+
+    /// The step's RoPE table in this submission's uploads, once for all layers.
+    fn upload_rope(&mut self, table: &[f32]) -> u32 {
+        if let Some((at, len)) = self.rope {
+            let same = self
+                .rec
+                .uploaded(at, len)
+                .is_some_and(|w| w.len() == table.len() && w.iter().zip(table).all(|(a, b)| *a == b.to_bits()));
+            if same {
+                return at;
+            }
+        }
+        let at = self.rec.upload_f32(table);
+        self.rope = Some((at, table.len()));
+        at
+    }
+
+    /// A buffer of `slots` cache rows, with the first `keep` rows of `old` copied in.
+    fn grown(
+        &mut self,
+        old: Option<&Arc<Store>>,
+        slots: usize,
+        width: usize,
+        keep: usize,
+        what: &str,
+    ) -> dory::Result<Arc<Store>> {
+        let store = Store::new(&self.model.dev, 4 * (slots * width) as u64, what)?;
+        if let Some(old) = old {
+            copy::run(&mut self.rec, &store, 0, old, 0, keep * width);
+        }
+        Ok(store)
+    }
+
+    /// How many slots to give a cache that needs `need`: an exact full layer grows by
+    /// doubling (within the binding limit), so that decoding does not copy every step.
+    fn capacity(&self, next: &Keys, need: usize, have: usize, width: usize) -> usize {
+        match next {
+            Keys::Full { .. } => {
+                let most = self.model.dev.caps.max_binding as usize / (4 * width.max(1));
+                need.max((2 * have).min(most)).max(16)
+            }
+            _ => need,
+        }
+    }
+}
+
+impl Backend for Wgpu {
+    type Buf = GpuBuf;
+    type Cache = GpuCache;
+
+    fn name(&self) -> String {
+        format!("wgpu: {}", self.model.dev.describe())
+    }
+
+    fn alloc(&mut self, len: usize) -> dory::Result<GpuBuf> {
+        Ok(GpuBuf { store: Store::new(&self.model.dev, 4 * len as u64, "scratch")?, len })
+    }
+
+    fn cache(&mut self, _layer: usize) -> dory::Result<GpuCache> {
+        Ok(GpuCache::default())
+    }
+
+    fn relayout(
+        &mut self,
+        cache: &mut GpuCache,
+        next: &Keys,
+        end: usize,
+        moves: &[(usize, usize)],
+    ) -> dory::Result<()> {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let c = &model.config;
+        let width = c.kv_width();
+        let need = next.slots(end);
+        if !moves.is_empty() {
+            let (k, v) = (cache.k.take().expect("moves come from a cache"), cache.v.take().expect("with values"));
+            let nk = self.grown(None, need, width, 0, "keys")?;
+            let nv = self.grown(None, need, width, 0, "values")?;
+            copy::slots(&mut self.rec, &nk, &k, moves, width);
+            copy::slots(&mut self.rec, &nv, &v, moves, width);
+            (cache.k, cache.v, cache.slots) = (Some(nk), Some(nv), need);
+        } else if cache.slots < need || cache.k.is_none() {
+            let slots = self.capacity(next, need, cache.slots, width);
+            let keep = cache.slots.min(slots);
+            cache.k = Some(self.grown(cache.k.as_ref(), slots, width, keep, "keys")?);
+            cache.v = Some(self.grown(cache.v.as_ref(), slots, width, keep, "values")?);
+            cache.slots = slots;
+        }
+        let rows = next.samples(end);
+        if rows == 0 {
+            (cache.q, cache.q_rows, cache.q_cap) = (None, 0, 0);
+        } else {
+            if rows > cache.q_cap {
+                let cap = self.capacity(&Keys::Full { sample: None }, rows, cache.q_cap, c.q_width());
+                let keep = cache.q_rows.min(cap);
+                cache.q = Some(self.grown(cache.q.as_ref(), cap, c.q_width(), keep, "query store")?);
+                cache.q_cap = cap;
+            }
+            cache.q_rows = rows;
+        }
+        Ok(())
+    }
+
+    fn embed(&mut self, x: &mut GpuBuf, ids: &[u32]) {
+        self.rec.begin_op();
+        embed::record(&mut self.rec, &self.model.embed, &x.store, ids);
+    }
+
+    fn mix(&mut self, m: Mix, h: &mut GpuBuf, x: &GpuBuf, s: &mut GpuBuf, rows: usize) {
+        self.rec.begin_op();
+        let c = &self.model.config;
+        mix::record(&mut self.rec, m, &h.store, &x.store, &s.store, c.hidden, c.eps, rows);
+    }
+
+    fn project(&mut self, out: &mut GpuBuf, mat: Mat, x: &GpuBuf, rows: usize) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let w = match mat {
+            Mat::Qkvg(i) => &model.layers[i].qkvg,
+            Mat::Out(i) => &model.layers[i].out,
+            Mat::GateUp(i) => &model.layers[i].gate_up,
+            Mat::Down(i) => &model.layers[i].down,
+        };
+        debug_assert!(std::ptr::eq(w, self.matrix(mat)));
+        matmul::record(&mut self.rec, w, &x.store, 0, &out.store, rows, None);
+    }
+
+    fn prep(
+        &mut self,
+        layer: usize,
+        cache: &mut GpuCache,
+        keys: &Keys,
+        q: &mut GpuBuf,
+        qkvg: &GpuBuf,
+        at: Rows,
+        rope: Option<&[f32]>,
+    ) {
+        self.rec.begin_op();
+        let rope_at = rope.map(|t| self.upload_rope(t));
+        let sample = match keys {
+            Keys::Full { sample: Some(s) } => *s,
+            _ => 0,
+        };
+        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
+            self.rec.fail(gpu_err("prep before the cache was laid out"));
+            return;
+        };
+        let model = self.model.clone();
+        let bufs = prep::PrepBufs {
+            qkvg: &qkvg.store,
+            q_scale: &model.layers[layer].q_scale,
+            q: &q.store,
+            k,
+            v,
+            qs: cache.q.as_ref().unwrap_or(&self.none),
+        };
+        prep::record(&mut self.rec, &model.config, bufs, Slots::of(keys), at, rope_at, sample);
+    }
+
+    fn attend(
+        &mut self,
+        layer: usize,
+        cache: &GpuCache,
+        keys: &Keys,
+        z: &mut GpuBuf,
+        q: &GpuBuf,
+        qkvg: &GpuBuf,
+        at: Rows,
+    ) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let c = &model.config;
+        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
+            self.rec.fail(gpu_err("attend before the cache was laid out"));
+            return;
+        };
+        // Rows see more positions the later they come: the last row sees the most.
+        let most = keys.visible(at.end() - 1).size_hint().0;
+        let split = attend::split(most, at.rows, c.kv_heads);
+        let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
+        if (self.part.bytes as usize) < 4 * need {
+            match Store::new(&model.dev, 4 * need.next_power_of_two() as u64, "attention partials") {
+                Ok(s) => self.part = s,
+                Err(e) => return self.rec.fail(e),
+            }
+        }
+        let gate_scale = &model.layers[layer].gate_scale;
+        let bufs = AttendBufs { q: &q.store, k, v, qkvg: &qkvg.store, gate_scale, z: &z.store, part: &self.part };
+        let slots = Slots::of(keys);
+        match (keys, &cache.landmarks) {
+            (Keys::Sealed(near), Some(lm)) => {
+                attend::record(&mut self.rec, c, &bufs, slots, at, split, false);
+                let far = !near.far(at.pos0).is_empty();
+                let b = o1::SealedBufs {
+                    lm: &lm.store,
+                    part: &self.part,
+                    q: &q.store,
+                    qkvg: &qkvg.store,
+                    gate_scale,
+                    z: &z.store,
+                };
+                o1::combine(&mut self.rec, c, &b, lm.m, lm.rect, split.chunks, far);
+            }
+            _ => attend::record(&mut self.rec, c, &bufs, slots, at, split, true),
+        }
+    }
+
+    fn export(&mut self, cache: &GpuCache, end: usize) -> dory::Result<Exported> {
+        let c = &self.model.config;
+        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
+            return Err(gpu_err("export of a cache that holds nothing"));
+        };
+        let floats = |words: Option<Vec<u32>>| -> Vec<f32> {
+            words.unwrap_or_default().into_iter().map(f32::from_bits).collect()
+        };
+        let n = 4 * (end * c.kv_width()) as u64;
+        let keys = floats(self.rec.submit(Some((k, n)))?);
+        let values = floats(self.rec.submit(Some((v, n)))?);
+        let queries = match &cache.q {
+            Some(q) => floats(self.rec.submit(Some((q, 4 * (cache.q_rows * c.q_width()) as u64)))?),
+            None => Vec::new(),
+        };
+        Ok(Exported { keys, values, queries })
+    }
+
+    fn seal(
+        &mut self,
+        cache: &mut GpuCache,
+        near: &Near,
+        moves: &[(usize, usize)],
+        landmarks: &Landmarks,
+    ) -> dory::Result<()> {
+        self.rec.begin_op();
+        let width = self.model.config.kv_width();
+        let (Some(k), Some(v)) = (cache.k.take(), cache.v.take()) else {
+            return Err(gpu_err("seal of a cache that holds nothing"));
+        };
+        let slots = near.sinks + near.window;
+        let nk = self.grown(None, slots, width, 0, "keys")?;
+        let nv = self.grown(None, slots, width, 0, "values")?;
+        copy::slots(&mut self.rec, &nk, &k, moves, width);
+        copy::slots(&mut self.rec, &nv, &v, moves, width);
+        let store = o1::upload(&self.model.dev, landmarks)?;
+        *cache = GpuCache {
+            k: Some(nk),
+            v: Some(nv),
+            slots,
+            q: None,
+            q_rows: 0,
+            q_cap: 0,
+            landmarks: Some(Sealed { store, m: landmarks.m, rect: landmarks.rect }),
+        };
+        Ok(())
+    }
+
+    fn push(&mut self, cache: &mut GpuCache, near: &Near, leaving: usize) {
+        self.rec.begin_op();
+        let (Some(k), Some(v), Some(lm)) = (&cache.k, &cache.v, &cache.landmarks) else {
+            self.rec.fail(gpu_err("push on a layer that is not sealed"));
+            return;
+        };
+        o1::push(&mut self.rec, &self.model.config, k, v, &lm.store, lm.m, near.slot(leaving));
+    }
+
+    fn cache_bytes(&self, cache: &GpuCache) -> usize {
+        [&cache.k, &cache.v, &cache.q].iter().filter_map(|s| s.as_ref()).map(|s| s.bytes as usize).sum::<usize>()
+            + cache.landmarks.as_ref().map_or(0, |l| l.store.bytes as usize)
+    }
+
+    fn swiglu(&mut self, layer: usize, m: &mut GpuBuf, gu: &GpuBuf, rows: usize) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        swiglu::record(&mut self.rec, &model.layers[layer], &m.store, &gu.store, model.config.ffn, rows);
+    }
+
+    fn residual(&mut self, layer: usize, part: Part, h: &mut GpuBuf, o: &GpuBuf, rows: usize) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let l = &model.layers[layer];
+        let alpha = match part {
+            Part::Attn => &l.attn_alpha,
+            Part::Mlp => &l.mlp_alpha,
+        };
+        residual::record(&mut self.rec, &h.store, &o.store, alpha, model.config.hidden, model.config.eps, rows);
+    }
+
+    fn logits(&mut self, out: &mut GpuBuf, h: &GpuBuf, first: usize, rows: usize) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        matmul::record(&mut self.rec, &model.head, &h.store, first, &out.store, rows, Some(&model.head_scale));
+    }
+
+    fn copy_rows(&mut self, dst: &mut GpuBuf, dst_row: usize, src: &GpuBuf, src_row: usize, rows: usize, width: usize) {
+        self.rec.begin_op();
+        copy::run(&mut self.rec, &dst.store, dst_row * width, &src.store, src_row * width, rows * width);
+    }
+
+    fn read(&mut self, buf: &GpuBuf, len: usize) -> dory::Result<Vec<f32>> {
+        let words = self.rec.submit(Some((&buf.store, 4 * len as u64)))?.unwrap_or_default();
+        Ok(words.into_iter().take(len).map(f32::from_bits).collect())
+    }
+}

@@ -1,0 +1,203 @@
+//! The device: an adapter picked by the caller's rule, its queue, and the kernels,
+//! shared (through an `Arc`) by every model and session that runs on it.
+
+use std::sync::Arc;
+
+use crate::error::gpu_err;
+use crate::kernels::{Kernels, Reduce};
+
+/// Which adapters may run the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// A hardware GPU only (`--backend auto`): a software rasterizer such as lavapipe is
+    /// never picked on its own.
+    Hardware,
+    /// The best adapter there is, hardware first, then software (`--backend wgpu`).
+    Any,
+}
+
+/// What the device offers the kernels.
+#[derive(Clone, Debug)]
+pub struct Caps {
+    /// The reductions the kernels were built with.
+    pub reduce: Reduce,
+    /// Subgroup sizes the adapter reports (min, max), when it has subgroups.
+    pub subgroup: Option<(u32, u32)>,
+    pub max_binding: u64,
+    pub max_buffer: u64,
+}
+
+pub struct GpuDevice {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub caps: Caps,
+    pub kernels: Kernels,
+}
+
+fn is_hardware(info: &wgpu::AdapterInfo) -> bool {
+    matches!(
+        info.device_type,
+        wgpu::DeviceType::DiscreteGpu | wgpu::DeviceType::IntegratedGpu | wgpu::DeviceType::VirtualGpu
+    )
+}
+
+fn rank(info: &wgpu::AdapterInfo) -> u8 {
+    match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+/// The adapters wgpu sees on Vulkan, Metal and DX12 (not GL: its compute is too limited).
+pub fn adapters() -> Vec<wgpu::Adapter> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let mut list = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    list.retain(|a| a.get_info().backend != wgpu::Backend::Gl);
+    list.sort_by_key(|a| rank(&a.get_info()));
+    list
+}
+
+/// The adapter `pick` chooses, if any.
+pub fn choose(pick: Pick) -> Option<wgpu::Adapter> {
+    adapters().into_iter().find(|a| pick == Pick::Any || is_hardware(&a.get_info()))
+}
+
+impl GpuDevice {
+    /// Opens the adapter `pick` chooses, with subgroup reductions where it has them.
+    pub fn open(pick: Pick) -> dory::Result<Arc<GpuDevice>> {
+        GpuDevice::open_with(pick, None)
+    }
+
+    /// `open`, forcing the reductions when `reduce` is given (tests build both).
+    pub fn open_with(pick: Pick, reduce: Option<Reduce>) -> dory::Result<Arc<GpuDevice>> {
+        let adapter = choose(pick).ok_or_else(|| {
+            gpu_err(match pick {
+                Pick::Hardware => "no hardware GPU adapter (Vulkan, Metal or DX12) was found",
+                Pick::Any => "no GPU adapter (Vulkan, Metal or DX12; software ones included) was found",
+            })
+        })?;
+        GpuDevice::from_adapter(adapter, reduce).map(Arc::new)
+    }
+
+    pub fn from_adapter(adapter: wgpu::Adapter, reduce: Option<Reduce>) -> dory::Result<GpuDevice> {
+        let info = adapter.get_info();
+        let features = adapter.features();
+        if !features.contains(wgpu::Features::IMMEDIATES) {
+            return Err(gpu_err(format!(
+                "adapter {} lacks immediate data (push constants), which the kernels take their parameters from",
+                info.name
+            )));
+        }
+        if !adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::SHADER_F16_IN_F32) {
+            return Err(gpu_err(format!("adapter {} cannot unpack f16 in shaders (unpack2x16float)", info.name)));
+        }
+        let limits = adapter.limits();
+        if limits.max_immediate_size < 64 {
+            return Err(gpu_err(format!(
+                "adapter {} allows {} bytes of immediate data; the kernels need 64",
+                info.name, limits.max_immediate_size
+            )));
+        }
+        let subgroups = features.contains(wgpu::Features::SUBGROUP);
+        let mut required = wgpu::Features::IMMEDIATES;
+        if subgroups {
+            required |= wgpu::Features::SUBGROUP;
+        }
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("dory"),
+            required_features: required,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| gpu_err(format!("cannot open {}: {e}", info.name)))?;
+        let reduce = match reduce {
+            Some(Reduce::Subgroup) if !subgroups => {
+                return Err(gpu_err(format!("adapter {} has no subgroup operations", info.name)))
+            }
+            Some(r) => r,
+            None if subgroups && subgroups_are_runs(&device, &queue)? => Reduce::Subgroup,
+            None => Reduce::Shared,
+        };
+        let kernels = Kernels::new(&device, reduce)?;
+        let caps = Caps {
+            reduce,
+            subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
+            max_binding: limits.max_storage_buffer_binding_size & !15,
+            max_buffer: limits.max_buffer_size,
+        };
+        Ok(GpuDevice { device, queue, info, caps, kernels })
+    }
+
+    /// The adapter in words: name, API, kind and reductions.
+    pub fn describe(&self) -> String {
+        let reduce = match (self.caps.reduce, self.caps.subgroup) {
+            (Reduce::Subgroup, Some((lo, hi))) if lo == hi => format!("subgroups of {lo}"),
+            (Reduce::Subgroup, Some((lo, hi))) => format!("subgroups of {lo}–{hi}"),
+            _ => "workgroup-memory reductions".to_string(),
+        };
+        format!("{} ({:?}, {:?}, {reduce})", self.info.name, self.info.backend, self.info.device_type)
+    }
+}
+
+/// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of
+/// a power-of-two length from 4 to 64, as `reduce_subgroup.wgsl` assumes.
+fn subgroups_are_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Result<bool> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("probe"),
+        source: wgpu::ShaderSource::Wgsl(include_str!("probe.wgsl").into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("probe"),
+        layout: None,
+        module: &module,
+        entry_point: Some("probe"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let bytes = 2 * 256 * 4;
+    let out = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe staging"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry { binding: 0, resource: out.as_entire_binding() }],
+    });
+    let mut enc = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+    enc.copy_buffer_to_buffer(&out, 0, &staging, 0, bytes);
+    queue.submit([enc.finish()]);
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(gpu_err(format!("the subgroup probe does not build: {e}")));
+    }
+    let words = crate::record::read_mapped(device, &staging, bytes)?;
+    let ok = (0..256).all(|lid| {
+        let (size, first) = (words[2 * lid], words[2 * lid + 1]);
+        size.is_power_of_two() && (4..=64).contains(&size) && first == (lid as u32 / size) * size
+    });
+    Ok(ok)
+}

@@ -1,0 +1,39 @@
+//! Dory's GPU backend: the engine's operations (`dory::Backend`) as WGSL kernels on wgpu,
+//! so that the one step orchestration runs on Vulkan, Metal and DX12.
+//!
+//! - `GpuDevice` (device.rs): an adapter, its queue and every pipeline, built once.
+//! - `GpuModel` (model.rs): a model's weights uploaded once; shared by sessions.
+//! - `Wgpu` (backend.rs): one session's backend, with its own recorder, caches and
+//!   scratch. Ops record dispatches (ops/<op>.rs beside ops/<op>.wgsl); `read` submits
+//!   them as one command encoder and waits (record.rs).
+//!
+//! ```no_run
+//! # fn main() -> dory::Result<()> {
+//! let model = dory::Model::load(std::path::Path::new("models/dory-tiny"))?;
+//! let dev = dory_wgpu::GpuDevice::open(dory_wgpu::Pick::Any)?;
+//! let weights = dory_wgpu::GpuModel::new(dev, &model.config, &model.weights)?;
+//! // One backend per session; the device, pipelines and weights are shared.
+//! let mut session = dory_wgpu::session(&weights, dory::DEFAULT_CHUNK)?;
+//! # Ok(()) }
+//! ```
+
+mod backend;
+mod device;
+mod error;
+pub mod floors;
+pub mod kernels;
+mod model;
+mod ops;
+mod record;
+pub mod select;
+
+pub use backend::{GpuBuf, GpuCache, Wgpu};
+pub use device::{adapters, choose, Caps, GpuDevice, Pick};
+pub use kernels::Reduce;
+pub use model::GpuModel;
+
+/// A session on `model`'s device, with its own caches and scratch.
+pub fn session(model: &std::sync::Arc<GpuModel>, chunk: usize) -> dory::Result<dory::Session<Wgpu>> {
+    let backend = Wgpu::new(model)?;
+    Ok(dory::Session::new(dory::Forward::new(backend, &model.config, chunk)?))
+}

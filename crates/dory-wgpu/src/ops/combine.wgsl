@@ -1,0 +1,50 @@
+// The chunks of attend.wgsl joined (the split-key softmax): for each of the four query
+// heads of a KV head, M = max of the chunks' maxima, Σ = Σ l e^{m − M}, out = Σ acc e^{m − M}
+// / Σ, then the gate: z ← out ⊙ σ(yg ⊙ gate_scale). One workgroup per (KV head, row).
+
+struct P {
+    kv_heads: u32,
+    d: u32,
+    width: u32,
+    chunks: u32,
+    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> qkvg: array<f32>;
+@group(0) @binding(2) var<storage, read> gate_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> z: array<f32>;
+
+const WG: u32 = 64u;
+
+@compute @workgroup_size(64)
+fn combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let c = wid.x;
+    let r = wid.y + p.row0;
+    let d = p.d;
+    let kd = p.kv_heads * d;
+    let qd = 4u * kd;
+    let first = (r * p.kv_heads + c) * p.chunks;
+    var top = vec4<f32>(-3.0e38);
+    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+        top = max(top, part[(first + ch) * (2u + d)]);
+    }
+    var sum = vec4<f32>(0.0);
+    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+        let at = (first + ch) * (2u + d);
+        sum += part[at + 1u] * exp(part[at] - top);
+    }
+    for (var dim = lid; dim < d; dim = dim + WG) {
+        var acc = vec4<f32>(0.0);
+        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+            let at = (first + ch) * (2u + d);
+            acc += part[at + 2u + dim] * exp(part[at] - top);
+        }
+        for (var h = 0u; h < 4u; h = h + 1u) {
+            let at = (4u * c + h) * d + dim;
+            let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
+            z[r * qd + at] = acc[h] / sum[h] * sigmoid(g);
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Copies by shader (`copy.wgsl`): runs of floats, and cache slots listed as moves.
+
+use std::sync::Arc;
+
+use bytemuck::{Pod, Zeroable};
+
+use super::MAX_GROUPS;
+use crate::record::{groups_for, Bind, Recorder, Store};
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    len: u32,
+    src_at: u32,
+    dst_at: u32,
+    moves_at: u32,
+    moves: u32,
+    span: u32,
+}
+
+/// dst[dst_at..][..len] ← src[src_at..][..len], in floats.
+pub fn run(rec: &mut Recorder, dst: &Arc<Store>, dst_at: usize, src: &Arc<Store>, src_at: usize, len: usize) {
+    if len == 0 {
+        return;
+    }
+    let kernel = rec.dev().kernels.copy;
+    let groups = groups_for(len, 256);
+    let x = groups.min(MAX_GROUPS as u32);
+    let y = groups.div_ceil(x);
+    let p =
+        Params { len: len as u32, src_at: src_at as u32, dst_at: dst_at as u32, moves_at: 0, moves: 0, span: 256 * x };
+    rec.dispatch(kernel, &[(0, Bind::Buf(src.clone())), (1, Bind::Buf(dst.clone()))], &p, [x, y, 1]);
+}
+
+/// dst slot `to` ← src slot `from` for each move, slots of `width` floats.
+pub fn slots(rec: &mut Recorder, dst: &Arc<Store>, src: &Arc<Store>, moves: &[(usize, usize)], width: usize) {
+    let kernel = rec.dev().kernels.copy_slots;
+    for batch in moves.chunks(MAX_GROUPS) {
+        let words: Vec<u32> = batch.iter().flat_map(|&(a, b)| [a as u32, b as u32]).collect();
+        let moves_at = rec.upload(&words);
+        let p = Params { len: width as u32, src_at: 0, dst_at: 0, moves_at, moves: batch.len() as u32, span: 0 };
+        let binds = [(0, Bind::Buf(src.clone())), (1, Bind::Buf(dst.clone())), (2, Bind::Upload)];
+        rec.dispatch(kernel, &binds, &p, [groups_for(width, 256), batch.len() as u32, 1]);
+    }
+}

@@ -1,0 +1,40 @@
+//! x ← embed[ids] (`embed.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::row_batches;
+use crate::kernels::dtype_index;
+use crate::model::Matrix;
+use crate::record::{groups_for, Bind, Recorder, Store};
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    d: u32,
+    dp: u32,
+    rows: u32,
+    ids_at: u32,
+    id0: u32,
+    part_rows: u32,
+    row0: u32,
+}
+
+pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids: &[u32]) {
+    let kernel = rec.dev().kernels.embed[dtype_index(table.dtype)];
+    let ids_at = rec.upload(ids);
+    for part in &table.parts {
+        row_batches(ids.len(), |row0, rows| {
+            let p = Params {
+                d: table.k as u32,
+                dp: 8 * table.g8 as u32,
+                rows: ids.len() as u32,
+                ids_at,
+                id0: part.row0 as u32,
+                part_rows: part.rows as u32,
+                row0,
+            };
+            let binds = [(0, Bind::Buf(part.store.clone())), (1, Bind::Upload), (2, Bind::Buf(x.clone()))];
+            rec.dispatch(kernel, &binds, &p, [groups_for(table.k, 256), rows, 1]);
+        });
+    }
+}

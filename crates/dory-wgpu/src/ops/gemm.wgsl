@@ -1,0 +1,112 @@
+// out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i] for many rows: each workgroup computes a
+// 64 × 64 tile of out (64 rows of x, 64 rows of W), walking i in slices of 16 that it
+// stages through workgroup memory; each invocation holds a 4 × 4 block of the tile.
+// `gemm_scaled` multiplies column j by scale[row0 + j]. W is stored as dtype.wgsl says.
+
+struct P {
+    k: u32,      // width of a row of x (a multiple of 4)
+    g8: u32,     // groups of 8 weights in a stored row of W
+    n: u32,      // width of a row of out
+    row0: u32,   // first column of out this part covers
+    rows_w: u32, // rows of this part of W
+    xr0: u32,    // first row of x
+    yr0: u32,    // first row of out
+    rows: u32,   // rows of x and out
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+
+const BM: u32 = 64u;
+const BN: u32 = 64u;
+const BK: u32 = 16u;
+
+// Slices of the tile, i-major: xt[kk][m] at xt[kk * BM/4 + m/4][m % 4], likewise wt.
+var<workgroup> xt: array<vec4<f32>, 256>;
+var<workgroup> wt: array<vec4<f32>, 256>;
+
+fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
+    // x: 64 rows × 16 values, one 4-value piece per invocation.
+    let m = lid / 4u;
+    let kq = lid % 4u;
+    let i = k0 + 4u * kq;
+    var v = vec4<f32>(0.0);
+    if (m0 + m < p.rows && i < p.k) {
+        v = x[(p.xr0 + m0 + m) * (p.k / 4u) + i / 4u];
+    }
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        xt[(4u * kq + c) * (BM / 4u) + m / 4u][m % 4u] = v[c];
+    }
+    // W: 64 rows × 16 weights, 8 per invocation in the first 128.
+    if (lid < 128u) {
+        let n = lid / 2u;
+        let half = lid % 2u;
+        let g = k0 / 8u + half;
+        var u = W8(vec4<f32>(0.0), vec4<f32>(0.0));
+        if (n0 + n < p.rows_w && g < p.g8) {
+            u = load8((n0 + n) * p.g8 + g);
+        }
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            wt[(8u * half + c) * (BN / 4u) + n / 4u][n % 4u] = u.lo[c];
+            wt[(8u * half + 4u + c) * (BN / 4u) + n / 4u][n % 4u] = u.hi[c];
+        }
+    }
+}
+
+fn gemm_tile(lid: u32, wid: vec3<u32>) -> array<vec4<f32>, 4> {
+    let m0 = wid.y * BM;
+    let n0 = wid.x * BN;
+    let tm = lid / 16u;
+    let tn = lid % 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 = k0 + BK) {
+        stage(lid, m0, n0, k0);
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk = kk + 1u) {
+            let a = xt[kk * (BM / 4u) + tm];
+            let b = wt[kk * (BN / 4u) + tn];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    return acc;
+}
+
+// One column-scale factor per column of the invocation's block: ones, or `scale`.
+fn store(lid: u32, wid: vec3<u32>, acc: array<vec4<f32>, 4>, colscale: vec4<f32>) {
+    let tm = lid / 16u;
+    let tn = lid % 16u;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let r = wid.y * BM + 4u * tm + i;
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let j = wid.x * BN + 4u * tn + c;
+            if (r < p.rows && j < p.rows_w) {
+                out[(p.yr0 + r) * p.n + p.row0 + j] = acc[i][c] * colscale[c];
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn gemm(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    store(lid, wid, gemm_tile(lid, wid), vec4<f32>(1.0));
+}
+
+@compute @workgroup_size(256)
+fn gemm_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let acc = gemm_tile(lid, wid);
+    var s = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        let j = wid.x * BN + 4u * (lid % 16u) + c;
+        if (j < p.rows_w) {
+            s[c] = scale[p.row0 + j];
+        }
+    }
+    store(lid, wid, acc, s);
+}

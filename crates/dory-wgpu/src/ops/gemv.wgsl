@@ -1,0 +1,94 @@
+// out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i]: a projection of one row (XROWS = 1) or
+// up to four (XROWS = 4), bound by reading W once. 32 invocations share each row of W,
+// reading it in 16-byte pieces, four in flight each; a workgroup covers 8 rows of W.
+// `gemv_scaled` also multiplies column j by scale[row0 + j] (the head's scale).
+// W is one part of a matrix (rows row0 … row0 + rows_w − 1), stored as dtype.wgsl says.
+
+override XROWS: u32 = 1u;
+
+struct P {
+    k: u32,      // width of a row of x (a multiple of 4)
+    g8: u32,     // groups of 8 weights in a stored row of W
+    n: u32,      // width of a row of out
+    row0: u32,   // first column of out this part covers
+    rows_w: u32, // rows of this part of W
+    xr0: u32,    // first row of x
+    yr0: u32,    // first row of out
+    rows: u32,   // rows of x and out, 1 … XROWS
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> scale: array<f32>;
+
+const LANES: u32 = 32u;
+
+// x[xr0 + r, 8g … 8g + 7], zero past k.
+fn x8(r: u32, g: u32) -> W8 {
+    let row = p.xr0 + min(r, p.rows - 1u);
+    let at = row * (p.k / 4u) + 2u * g;
+    var hi = vec4<f32>(0.0);
+    if (8u * g + 4u < p.k) {
+        hi = x[at + 1u];
+    }
+    return W8(x[at], hi);
+}
+
+struct Row {
+    j: u32,
+    sums: vec4<f32>,
+}
+
+fn gemv_row(lid: u32, wid: vec3<u32>) -> Row {
+    let j = wid.x * 8u + lid / LANES;
+    let lane = lid % LANES;
+    var acc = vec4<f32>(0.0);
+    if (j < p.rows_w) {
+        let base = j * p.g8;
+        var g = lane;
+        loop {
+            if (g + 3u * LANES >= p.g8) {
+                break;
+            }
+            let w0 = load8(base + g);
+            let w1 = load8(base + g + LANES);
+            let w2 = load8(base + g + 2u * LANES);
+            let w3 = load8(base + g + 3u * LANES);
+            for (var r = 0u; r < XROWS; r = r + 1u) {
+                acc[r] += dot8(w0, x8(r, g)) + dot8(w1, x8(r, g + LANES)) + dot8(w2, x8(r, g + 2u * LANES))
+                    + dot8(w3, x8(r, g + 3u * LANES));
+            }
+            g = g + 4u * LANES;
+        }
+        for (; g < p.g8; g = g + LANES) {
+            let w0 = load8(base + g);
+            for (var r = 0u; r < XROWS; r = r + 1u) {
+                acc[r] += dot8(w0, x8(r, g));
+            }
+        }
+    }
+    return Row(j, seg_sum4(acc, lid, LANES));
+}
+
+@compute @workgroup_size(256)
+fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = gemv_row(lid, wid);
+    if (row.j < p.rows_w && lid % LANES == 0u) {
+        for (var r = 0u; r < p.rows; r = r + 1u) {
+            out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r];
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = gemv_row(lid, wid);
+    if (row.j < p.rows_w && lid % LANES == 0u) {
+        let s = scale[p.row0 + row.j];
+        for (var r = 0u; r < p.rows; r = r + 1u) {
+            out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r] * s;
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The O(1) full layer's push and sealed combine (`o1.wgsl`), and its landmark buffer.
+
+use std::sync::Arc;
+
+use bytemuck::{Pod, Zeroable};
+use dory::nystrom::Landmarks;
+
+use crate::device::GpuDevice;
+use crate::record::{Bind, Recorder, Store};
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    kv_heads: u32,
+    d: u32,
+    m: u32,
+    slot: u32,
+    width: u32,
+    chunks: u32,
+    far: u32,
+    rect: u32,
+    scale: f32,
+}
+
+/// The value o1.wgsl keeps for an empty far span's maximum: exp of it less any score is
+/// 0, where −∞ could give NaN.
+const EMPTY_MAX: f32 = -1.0e30;
+
+/// The landmark state in o1.wgsl's order.
+pub fn upload(dev: &GpuDevice, lm: &Landmarks) -> dory::Result<Arc<Store>> {
+    let far_max: Vec<f32> = lm.far_max.iter().map(|&x| if x.is_finite() { x } else { EMPTY_MAX }).collect();
+    let all: Vec<f32> = [&lm.keys, &lm.queries, &lm.mu, &lm.shift, &far_max, &lm.far_mass, &lm.far_values]
+        .into_iter()
+        .flat_map(|v| v.iter().copied())
+        .collect();
+    Store::with_data(dev, bytemuck::cast_slice(&all), "landmarks")
+}
+
+fn params(c: &dory::Config, m: usize) -> Params {
+    Params {
+        kv_heads: c.kv_heads as u32,
+        d: c.head_dim as u32,
+        m: m as u32,
+        slot: 0,
+        width: c.qkvg_width() as u32,
+        chunks: 0,
+        far: 0,
+        rect: 0,
+        scale: c.attn_scale,
+    }
+}
+
+/// Absorbs the position in `slot` into the far statistics.
+#[allow(clippy::too_many_arguments)]
+pub fn push(
+    rec: &mut Recorder,
+    c: &dory::Config,
+    k: &Arc<Store>,
+    v: &Arc<Store>,
+    lm: &Arc<Store>,
+    m: usize,
+    slot: usize,
+) {
+    let kernel = rec.dev().kernels.push;
+    let binds = [(0, Bind::Buf(k.clone())), (1, Bind::Buf(v.clone())), (2, Bind::Buf(lm.clone()))];
+    let p = Params { slot: slot as u32, ..params(c, m) };
+    rec.dispatch(kernel, &binds, &p, [c.heads as u32, 1, 1]);
+}
+
+/// The buffers the sealed combine reads and writes.
+pub struct SealedBufs<'a> {
+    pub lm: &'a Arc<Store>,
+    pub part: &'a Arc<Store>,
+    pub q: &'a Arc<Store>,
+    pub qkvg: &'a Arc<Store>,
+    pub gate_scale: &'a Arc<Store>,
+    pub z: &'a Arc<Store>,
+}
+
+/// Joins the near set's chunks with the far part (when `far`), into z.
+#[allow(clippy::too_many_arguments)]
+pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &SealedBufs, m: usize, rect: bool, chunks: usize, far: bool) {
+    let kernel = rec.dev().kernels.combine_sealed;
+    let binds = [
+        (2, Bind::Buf(b.lm.clone())),
+        (3, Bind::Buf(b.part.clone())),
+        (4, Bind::Buf(b.q.clone())),
+        (5, Bind::Buf(b.qkvg.clone())),
+        (6, Bind::Buf(b.gate_scale.clone())),
+        (7, Bind::Buf(b.z.clone())),
+    ];
+    let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(rect), ..params(c, m) };
+    rec.dispatch(kernel, &binds, &p, [c.kv_heads as u32, 1, 1]);
+}

@@ -1,0 +1,79 @@
+//! Rotation, unit norm, the query scale and the cache write (`prep.wgsl`).
+
+use std::sync::Arc;
+
+use bytemuck::{Pod, Zeroable};
+use dory::cache::Rows;
+
+use super::attend::Slots;
+use super::row_batches;
+use crate::record::{Bind, Recorder, Store};
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    rows: u32,
+    pos0: u32,
+    heads: u32,
+    kv_heads: u32,
+    d: u32,
+    width: u32,
+    sinks: u32,
+    cap: u32,
+    rope_at: u32,
+    rotate: u32,
+    sample: u32,
+    eps: f32,
+    row0: u32,
+}
+
+/// The buffers prep reads and writes.
+pub struct PrepBufs<'a> {
+    pub qkvg: &'a Arc<Store>,
+    pub q_scale: &'a Arc<Store>,
+    pub q: &'a Arc<Store>,
+    pub k: &'a Arc<Store>,
+    pub v: &'a Arc<Store>,
+    /// The query store (a stand-in buffer when `sample` is 0).
+    pub qs: &'a Arc<Store>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    rec: &mut Recorder,
+    c: &dory::Config,
+    b: PrepBufs,
+    slots: Slots,
+    at: Rows,
+    rope_at: Option<u32>,
+    sample: usize,
+) {
+    let kernel = rec.dev().kernels.prep;
+    let binds = [
+        (0, Bind::Buf(b.qkvg.clone())),
+        (1, Bind::Upload),
+        (2, Bind::Buf(b.q_scale.clone())),
+        (3, Bind::Buf(b.q.clone())),
+        (4, Bind::Buf(b.k.clone())),
+        (5, Bind::Buf(b.v.clone())),
+        (6, Bind::Buf(b.qs.clone())),
+    ];
+    row_batches(at.rows, |row0, n| {
+        let p = Params {
+            rows: at.rows as u32,
+            pos0: at.pos0 as u32,
+            heads: c.heads as u32,
+            kv_heads: c.kv_heads as u32,
+            d: c.head_dim as u32,
+            width: c.qkvg_width() as u32,
+            sinks: slots.sinks,
+            cap: slots.cap,
+            rope_at: rope_at.unwrap_or(0),
+            rotate: u32::from(rope_at.is_some()),
+            sample: sample as u32,
+            eps: c.eps,
+            row0,
+        };
+        rec.dispatch(kernel, &binds, &p, [(c.heads + c.kv_heads) as u32, n, 1]);
+    });
+}

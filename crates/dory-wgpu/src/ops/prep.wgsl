@@ -1,0 +1,107 @@
+// Prepares the heads of a step's rows (spec §4): each query head q ← N(rope(yq)) ⊙ q_scale,
+// each KV head k ← N(rope(yk)) and v ← yv written into the layer's cache at the row's
+// slot. One workgroup per (head, row); invocation i rotates the pairs (i, i + d/2) and
+// (i + 64, i + 64 + d/2). Before an O(1) seal it also keeps the query of every position
+// j ≡ 0 (mod sample) in the query store, row j / sample (spec §6).
+
+struct P {
+    rows: u32,
+    pos0: u32,
+    heads: u32,
+    kv_heads: u32,
+    d: u32,
+    width: u32,   // a row of qkvg: H·d + K·d + K·d + H·d
+    sinks: u32,   // the cache's slots: p < sinks → p; else sinks + (p mod cap), or p when cap = 0
+    cap: u32,
+    rope_at: u32, // the step's RoPE table in `up` ([rows, d]: d/2 cosines, d/2 sines)
+    rotate: u32,  // 0: no rotation (a full layer with rope_full = false)
+    sample: u32,  // 0: no query store
+    eps: f32,
+    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> qkvg: array<f32>;
+@group(0) @binding(1) var<storage, read> up: array<f32>;
+@group(0) @binding(2) var<storage, read> q_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> q: array<f32>;
+@group(0) @binding(4) var<storage, read_write> kc: array<f32>;
+@group(0) @binding(5) var<storage, read_write> vc: array<f32>;
+@group(0) @binding(6) var<storage, read_write> qs: array<f32>;
+
+const WG: u32 = 64u;
+
+fn slot_of(pos: u32) -> u32 {
+    if (pos < p.sinks) {
+        return pos;
+    }
+    if (p.cap == 0u) {
+        return pos;
+    }
+    return p.sinks + pos % p.cap;
+}
+
+@compute @workgroup_size(64)
+fn prep(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let a = wid.x;
+    let r = wid.y + p.row0;
+    let d = p.d;
+    let half = d / 2u;
+    let is_q = a < p.heads;
+    var src = r * p.width + a * d;
+    if (!is_q) {
+        src = r * p.width + p.heads * d + (a - p.heads) * d;
+    }
+    // Two pairs per invocation at most (d ≤ 256).
+    var y: array<vec2<f32>, 2>;
+    var sq = 0.0;
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lid + t * WG;
+        if (i < half) {
+            let x0 = qkvg[src + i];
+            let x1 = qkvg[src + half + i];
+            var v = vec2<f32>(x0, x1);
+            if (p.rotate != 0u) {
+                let c = up[p.rope_at + r * d + i];
+                let s = up[p.rope_at + r * d + half + i];
+                v = vec2<f32>(x0 * c - x1 * s, x1 * c + x0 * s);
+            }
+            y[t] = v;
+            sq += dot(v, v);
+        }
+    }
+    let inv = 1.0 / sqrt(seg_sum(sq, lid, WG) + p.eps);
+    let pos = p.pos0 + r;
+    if (is_q) {
+        let qd = p.heads * d;
+        let keep = p.sample != 0u && pos % p.sample == 0u;
+        for (var t = 0u; t < 2u; t = t + 1u) {
+            let i = lid + t * WG;
+            if (i < half) {
+                let at = a * d + i;
+                let lo = y[t].x * inv * q_scale[at];
+                let hi = y[t].y * inv * q_scale[at + half];
+                q[r * qd + at] = lo;
+                q[r * qd + at + half] = hi;
+                if (keep) {
+                    qs[pos / p.sample * qd + at] = lo;
+                    qs[pos / p.sample * qd + at + half] = hi;
+                }
+            }
+        }
+        return;
+    }
+    let kd = p.kv_heads * d;
+    let c = a - p.heads;
+    let at = slot_of(pos) * kd + c * d;
+    let vsrc = r * p.width + p.heads * d + kd + c * d;
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lid + t * WG;
+        if (i < half) {
+            kc[at + i] = y[t].x * inv;
+            kc[at + half + i] = y[t].y * inv;
+            vc[at + i] = qkvg[vsrc + i];
+            vc[at + half + i] = qkvg[vsrc + half + i];
+        }
+    }
+}

@@ -1,0 +1,33 @@
+// Reductions over aligned runs of `seg` invocations of a workgroup (seg a power of two
+// that divides the workgroup), through the adapter's subgroup operations. Nothing here
+// assumes a subgroup size: each call counts its subgroup's lanes, butterflies within
+// min(subgroup, seg) lanes, and when a run spans several subgroups adds one partial per
+// subgroup through workgroup memory. It relies on subgroups being runs of consecutive
+// local indices, which `Caps::probe` checks on the device before this file is chosen.
+// Every invocation of the workgroup must call these (they hold barriers).
+
+var<workgroup> red_part: array<vec4<f32>, 64>;
+
+fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
+    let sg = subgroupAdd(1u);
+    let w = min(sg, seg);
+    var v = x;
+    for (var o = w / 2u; o > 0u; o = o / 2u) {
+        let u = subgroupShuffleXor(v, o);
+        v = select(v + u, max(v, u), is_max);
+    }
+    if (sg < seg && lid % sg == 0u) {
+        red_part[lid / sg] = v;
+    }
+    workgroupBarrier();
+    if (sg < seg) {
+        let first = (lid / seg) * (seg / sg);
+        v = red_part[first];
+        for (var i = 1u; i < seg / sg; i = i + 1u) {
+            let u = red_part[first + i];
+            v = select(v + u, max(v, u), is_max);
+        }
+    }
+    workgroupBarrier();
+    return v;
+}

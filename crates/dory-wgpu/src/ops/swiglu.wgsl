@@ -1,0 +1,24 @@
+// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) (spec §4), from gu = [rows, F | F].
+
+struct P {
+    f: u32,
+    rows: u32,
+    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> gu: array<f32>;
+@group(0) @binding(1) var<storage, read> gate_scale: array<f32>;
+@group(0) @binding(2) var<storage, read> up_scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> m: array<f32>;
+
+@compute @workgroup_size(256)
+fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let j = gid.x;
+    let r = gid.y + p.row0;
+    if (j >= p.f || r >= p.rows) {
+        return;
+    }
+    let a = gu[r * 2u * p.f + j] * gate_scale[j];
+    m[r * p.f + j] = a * sigmoid(a) * (gu[r * 2u * p.f + p.f + j] * up_scale[j]);
+}

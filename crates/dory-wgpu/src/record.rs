@@ -1,0 +1,280 @@
+//! Deferred recording: the ops append dispatches to a list, and the list becomes one
+//! compute pass of one command encoder at the next sync point (`read`), or earlier in
+//! pieces of `BATCH` dispatches submitted without waiting, so that the GPU starts on a
+//! step while the CPU still records its end. Small per-dispatch data (token ids, RoPE
+//! tables, relayout moves) goes into an upload arena written once per submission; bind
+//! groups are created on first use and cached by the buffers they bind.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytemuck::Pod;
+
+use crate::device::GpuDevice;
+use crate::error::gpu_err;
+use crate::kernels::KernelId;
+
+/// Dispatches recorded before a submission that does not wait.
+const BATCH: usize = 192;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A device buffer with an id that bind groups are cached by.
+pub struct Store {
+    pub id: u64,
+    pub buffer: wgpu::Buffer,
+    pub bytes: u64,
+}
+
+impl Store {
+    /// A storage buffer of `bytes` (at least 16), or an error naming `what` when the
+    /// device refuses it.
+    pub fn new(dev: &GpuDevice, bytes: u64, what: &str) -> dory::Result<Arc<Store>> {
+        let bytes = bytes.max(16).next_multiple_of(16);
+        if bytes > dev.caps.max_binding {
+            return Err(gpu_err(format!(
+                "{what} needs {bytes} bytes in one buffer, over this adapter's limit of {} bytes for a storage binding",
+                dev.caps.max_binding
+            )));
+        }
+        let scope = dev.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = dev.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(gpu_err(format!("cannot allocate {bytes} bytes for {what}: {e}")));
+        }
+        Ok(Arc::new(Store { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), buffer, bytes }))
+    }
+
+    /// A buffer holding `data`.
+    pub fn with_data(dev: &GpuDevice, data: &[u8], what: &str) -> dory::Result<Arc<Store>> {
+        let store = Store::new(dev, data.len() as u64, what)?;
+        dev.queue.write_buffer(&store.buffer, 0, data);
+        Ok(store)
+    }
+}
+
+/// What a binding of a recorded dispatch refers to.
+#[derive(Clone)]
+pub enum Bind {
+    Buf(Arc<Store>),
+    /// The upload arena of the dispatch's submission.
+    Upload,
+}
+
+struct Cmd {
+    kernel: KernelId,
+    binds: Vec<(u32, Bind)>,
+    imm: Vec<u8>,
+    groups: [u32; 3],
+}
+
+struct Cached {
+    group: wgpu::BindGroup,
+    /// The buffers bound, kept to tell when the group can be dropped.
+    stores: Vec<Arc<Store>>,
+}
+
+pub struct Recorder {
+    dev: Arc<GpuDevice>,
+    cmds: Vec<Cmd>,
+    /// This submission's uploads, in 4-byte words.
+    uploads: Vec<u32>,
+    upload: Option<Arc<Store>>,
+    groups: HashMap<(KernelId, Vec<(u32, u64)>), Cached>,
+    sweep_at: usize,
+    staging: Option<wgpu::Buffer>,
+    /// Dispatches recorded since this recorder was made (for the dispatch floor).
+    pub dispatches: u64,
+    /// The first failure of an op, reported at the next sync point (ops return nothing).
+    error: Option<dory::Error>,
+}
+
+/// Workgroups for `n` items, `per` to a workgroup.
+pub fn groups_for(n: usize, per: usize) -> u32 {
+    n.div_ceil(per) as u32
+}
+
+impl Recorder {
+    pub fn new(dev: Arc<GpuDevice>) -> Recorder {
+        Recorder {
+            dev,
+            cmds: Vec::new(),
+            uploads: Vec::new(),
+            upload: None,
+            groups: HashMap::new(),
+            sweep_at: 256,
+            staging: None,
+            dispatches: 0,
+            error: None,
+        }
+    }
+
+    pub fn dev(&self) -> &Arc<GpuDevice> {
+        &self.dev
+    }
+
+    /// Called at the start of each op: submits what is recorded once it is a batch, so
+    /// that one op's dispatches and uploads always share a submission.
+    pub fn begin_op(&mut self) {
+        if self.cmds.len() >= BATCH {
+            if let Err(e) = self.submit(None) {
+                self.fail(e);
+            }
+        }
+    }
+
+    /// Remembers an op's failure for the next sync point.
+    pub fn fail(&mut self, e: dory::Error) {
+        self.error.get_or_insert(e);
+    }
+
+    /// Appends `words` to this submission's uploads; returns their offset in words.
+    pub fn upload(&mut self, words: &[u32]) -> u32 {
+        let at = self.uploads.len() as u32;
+        self.uploads.extend_from_slice(words);
+        at
+    }
+
+    pub fn upload_f32(&mut self, values: &[f32]) -> u32 {
+        let at = self.uploads.len() as u32;
+        self.uploads.extend(values.iter().map(|v| v.to_bits()));
+        at
+    }
+
+    /// This submission's uploads from word `at` on (to reuse a table uploaded earlier in
+    /// the same submission).
+    pub fn uploaded(&self, at: u32, len: usize) -> Option<&[u32]> {
+        self.uploads.get(at as usize..at as usize + len)
+    }
+
+    pub fn dispatch(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {
+        if groups.contains(&0) {
+            return;
+        }
+        let limit = self.dev.device.limits().max_compute_workgroups_per_dimension;
+        if let Some(g) = groups.iter().find(|&&g| g > limit) {
+            let name = self.dev.kernels.get(kernel).name;
+            self.fail(gpu_err(format!("{name} would need {g} workgroups along one axis, over the limit of {limit}")));
+            return;
+        }
+        self.dispatches += 1;
+        self.cmds.push(Cmd { kernel, binds: binds.to_vec(), imm: bytemuck::bytes_of(imm).to_vec(), groups });
+    }
+
+    fn bind_group(&mut self, kernel: KernelId, binds: &[(u32, Bind)]) -> wgpu::BindGroup {
+        let upload = self.upload.clone();
+        let store_of = |b: &Bind| match b {
+            Bind::Buf(s) => s.clone(),
+            Bind::Upload => upload.clone().expect("uploads were written before binding"),
+        };
+        let stores: Vec<Arc<Store>> = binds.iter().map(|(_, b)| store_of(b)).collect();
+        let key = (kernel, binds.iter().zip(&stores).map(|((i, _), s)| (*i, s.id)).collect::<Vec<_>>());
+        if let Some(c) = self.groups.get(&key) {
+            return c.group.clone();
+        }
+        let k = self.dev.kernels.get(kernel);
+        let entries: Vec<wgpu::BindGroupEntry> = binds
+            .iter()
+            .zip(&stores)
+            .map(|((i, _), s)| wgpu::BindGroupEntry { binding: *i, resource: s.buffer.as_entire_binding() })
+            .collect();
+        let group = self.dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(k.name),
+            layout: &k.layout,
+            entries: &entries,
+        });
+        self.groups.insert(key, Cached { group: group.clone(), stores });
+        group
+    }
+
+    /// Drops cached bind groups whose buffers nobody else holds any more.
+    fn sweep(&mut self) {
+        if self.groups.len() < self.sweep_at {
+            return;
+        }
+        self.groups.retain(|_, c| c.stores.iter().all(|s| Arc::strong_count(s) > 1));
+        self.sweep_at = 2 * self.groups.len() + 256;
+    }
+
+    /// Submits everything recorded, then, with `read`, copies `bytes` of that buffer back
+    /// and waits for them.
+    pub fn submit(&mut self, read: Option<(&Store, u64)>) -> dory::Result<Option<Vec<u32>>> {
+        if let Some(e) = self.error.take() {
+            self.cmds.clear();
+            self.uploads.clear();
+            return Err(e);
+        }
+        // A dispatch may bind the arena without reading it (prep without rotation).
+        if !self.uploads.is_empty() || self.upload.is_none() {
+            let bytes = 4 * self.uploads.len() as u64;
+            if self.upload.as_ref().is_none_or(|u| u.bytes < bytes) {
+                self.upload = Some(Store::new(&self.dev, bytes.next_power_of_two(), "uploads")?);
+            }
+            let upload = self.upload.as_ref().expect("made above");
+            self.dev.queue.write_buffer(&upload.buffer, 0, bytemuck::cast_slice(&self.uploads));
+            self.uploads.clear();
+        }
+        let cmds = std::mem::take(&mut self.cmds);
+        let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
+        let dev = self.dev.clone();
+        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+        if !cmds.is_empty() {
+            let mut pass =
+                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
+            for (c, g) in cmds.iter().zip(&groups) {
+                pass.set_pipeline(&dev.kernels.get(c.kernel).pipeline);
+                pass.set_bind_group(0, g, &[]);
+                if !c.imm.is_empty() {
+                    pass.set_immediates(0, &c.imm);
+                }
+                pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]);
+            }
+        }
+        let Some((src, bytes)) = read else {
+            dev.queue.submit([enc.finish()]);
+            drop(cmds);
+            self.sweep();
+            return Ok(None);
+        };
+        let bytes = bytes.max(4).next_multiple_of(4);
+        if self.staging.as_ref().is_none_or(|s| s.size() < bytes) {
+            self.staging = Some(dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("read"),
+                size: bytes.next_power_of_two(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.clone().expect("made above");
+        enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
+        dev.queue.submit([enc.finish()]);
+        drop(cmds);
+        self.sweep();
+        let words = read_mapped(&dev.device, &staging, bytes)?;
+        Ok(Some(words))
+    }
+}
+
+/// Maps `bytes` of a MAP_READ buffer once the queue is done with it, and copies them out.
+pub fn read_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64) -> dory::Result<Vec<u32>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
+        let _ = tx.send(r);
+    });
+    device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+    rx.recv()
+        .map_err(|_| gpu_err("the device dropped a read-back"))?
+        .map_err(|e| gpu_err(format!("reading back: {e}")))?;
+    let words = {
+        let view = staging.get_mapped_range(0..bytes).map_err(|e| gpu_err(format!("reading back: {e:?}")))?;
+        bytemuck::cast_slice::<u8, u32>(&view).to_vec()
+    };
+    staging.unmap();
+    Ok(words)
+}

@@ -1,0 +1,130 @@
+//! prep and attend against the CPU twin over sequences of steps: head dims 8 … 256,
+//! multi-row and single-row steps, rings that wrap and are laid out anew between steps,
+//! exact full layers past any window, and O(1) layers sealed with and without a far span.
+
+use dory::backend::Backend;
+use dory::cache::{Keys, Near, Rows};
+use dory::config::{LayerKind, O1};
+use dory::testing::rand_vec;
+use dory::weights::DType;
+
+use crate::common::{backends, check, config, devices, random_model, Io};
+
+const BOUND: f64 = 1e-5;
+
+/// One step of one layer on either backend: lay the cache out, prep, attend. Returns
+/// (q, z).
+#[allow(clippy::too_many_arguments)]
+fn step<B: Io>(
+    b: &mut B,
+    c: &dory::Config,
+    cache: &mut B::Cache,
+    keys: &mut Keys,
+    next: Option<Keys>,
+    at: Rows,
+    qkvg: &[f32],
+    rotate: bool,
+) -> (Vec<f32>, Vec<f32>) {
+    if let Some(next) = next {
+        let moves = keys.moves(&next, at.pos0);
+        b.relayout(cache, &next, at.end(), &moves).expect("relayout");
+        *keys = next;
+    }
+    let qd = c.q_width();
+    let rope = dory::rope::table(c.rope_theta, c.head_dim, at.pos0, at.rows);
+    let y = b.put(qkvg);
+    let (mut q, mut z) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd));
+    b.prep(0, cache, keys, &mut q, &y, at, rotate.then_some(&rope[..]));
+    b.attend(0, cache, keys, &mut z, &q, &y, at);
+    (b.get(&q, at.rows * qd), b.get(&z, at.rows * qd))
+}
+
+#[test]
+fn exact_attention_matches_the_cpu() {
+    for dev in devices() {
+        for d in [8, 48, 64, 128, 256] {
+            // A ring that wraps (window 5), one wider than most steps, and a full layer
+            // with and without rotation.
+            for (kind, window, rotate) in [
+                (LayerKind::Sliding, 5, true),
+                (LayerKind::Sliding, 100, true),
+                (LayerKind::Full, 7, true),
+                (LayerKind::Full, 7, false),
+            ] {
+                let name = if kind == LayerKind::Sliding { "sliding" } else { "full" };
+                let c = config(4 * d, 2, d, 64, &[name], 1, window);
+                let (_dir, model) = random_model(&c, d as u64, DType::F32);
+                let (mut cpu, mut gpu) = backends(dev, &model);
+                let (mut cc, mut gc) = (cpu.cache(0).unwrap(), gpu.cache(0).unwrap());
+                let (mut kc, mut kg) = (Keys::for_step(kind, window, 1, None), Keys::for_step(kind, window, 1, None));
+                let mut pos = 0;
+                for (i, rows) in [5usize, 64, 1, 1, 70, 1, 3, 1].into_iter().enumerate() {
+                    let at = Rows { pos0: pos, rows };
+                    let next = Keys::for_step(kind, window, rows, None);
+                    let y = rand_vec(rows * c.qkvg_width(), 1000 * d as u64 + i as u64);
+                    let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, Some(next), at, &y, rotate);
+                    let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, Some(next), at, &y, rotate);
+                    let what = format!(
+                        "{} {name} W {window} d {d} rotate {rotate} step {i} ({rows} rows at {pos})",
+                        dev.describe()
+                    );
+                    check(&format!("{what}: q"), &qg, &qc, BOUND);
+                    check(&format!("{what}: z"), &zg, &zc, BOUND);
+                    pos += rows;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
+    for dev in devices() {
+        for (d, seal) in [(8, 12), (64, 12), (128, 30)] {
+            // Far span [3, p − 12]: empty when sealing at 12 (until position 15), not at 30.
+            let o1 = O1 { sinks: 3, window: 12, landmarks: 4, stride: 2, rect: true, rcond: 1e-4, seal_at: 11 };
+            let c = config(4 * d, 2, d, 64, &["full"], 1, 7);
+            let (_dir, model) = random_model(&c, 40 + d as u64, DType::F32);
+            let (mut cpu, mut gpu) = backends(dev, &model);
+            let (mut cc, mut gc) = (cpu.cache(0).unwrap(), gpu.cache(0).unwrap());
+            let sampled = Keys::Full { sample: Some(o1.stride) };
+            let (mut kc, mut kg) = (sampled, sampled);
+            let what = |s: &str| format!("{} o1 d {d} sealed at {seal}: {s}", dev.describe());
+            // Before the seal: exact, keeping the sampled queries.
+            let at = Rows { pos0: 0, rows: seal };
+            let y = rand_vec(seal * c.qkvg_width(), 7);
+            let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, Some(sampled), at, &y, true);
+            let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, Some(sampled), at, &y, true);
+            check(&what("q before"), &qg, &qc, BOUND);
+            check(&what("z before"), &zg, &zc, BOUND);
+            // The seal, from the CPU's export, after checking the GPU's.
+            let (ec, eg) = (cpu.export(&cc, seal).unwrap(), gpu.export(&gc, seal).unwrap());
+            check(&what("exported keys"), &eg.keys, &ec.keys, BOUND);
+            check(&what("exported values"), &eg.values, &ec.values, 0.0);
+            check(&what("exported queries"), &eg.queries, &ec.queries, BOUND);
+            let lm = dory::nystrom::seal(&c, &o1, seal, &ec);
+            let near = Near { sinks: o1.sinks, window: o1.window };
+            let moves = kc.moves(&Keys::Sealed(near), seal);
+            cpu.seal(&mut cc, &near, &moves, &lm).unwrap();
+            gpu.seal(&mut gc, &near, &moves, &lm).unwrap();
+            let (mut kc, mut kg) = (Keys::Sealed(near), Keys::Sealed(near));
+            let mut far_seen = false;
+            for p in seal..seal + 30 {
+                if let Some(e) = near.leaving(p).filter(|_| p > seal) {
+                    cpu.push(&mut cc, &near, e);
+                    gpu.push(&mut gc, &near, e);
+                }
+                far_seen |= !near.far(p).is_empty();
+                let y = rand_vec(c.qkvg_width(), 100 + p as u64);
+                let at = Rows { pos0: p, rows: 1 };
+                let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, None, at, &y, true);
+                let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, None, at, &y, true);
+                let far = if near.far(p).is_empty() { "no far span" } else { "far span" };
+                check(&what(&format!("q at {p}")), &qg, &qc, BOUND);
+                check(&what(&format!("z at {p} ({far})")), &zg, &zc, 1e-4);
+            }
+            assert!(far_seen);
+            assert_eq!(gpu.cache_bytes(&gc), cpu.cache_bytes(&cc).next_multiple_of(16).max(gpu.cache_bytes(&gc)));
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What the GPU tests share: the devices (one per reduction the adapter can run, shared
+//! by every test), random models, and both backends on one model.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use dory::weights::DType;
+use dory::{Backend, Config, Model};
+use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
+
+static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
+
+/// The adapter with subgroup reductions (where it has them) and with workgroup-memory
+/// ones. No adapter: a failure under CI=true, else an empty list and a note.
+pub fn devices() -> &'static [Arc<GpuDevice>] {
+    DEVICES.get_or_init(|| {
+        let first = match GpuDevice::open(Pick::Any) {
+            Ok(d) => d,
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("CI=true and no usable GPU adapter (install mesa-vulkan-drivers for lavapipe): {e}")
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: the GPU tests need an adapter (e.g. Debian's mesa-vulkan-drivers): {e}");
+                return vec![];
+            }
+        };
+        eprintln!("GPU tests on {}", first.describe());
+        let mut all = vec![first.clone()];
+        if first.caps.reduce == Reduce::Subgroup {
+            all.push(
+                GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions"),
+            );
+        } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
+            panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
+        }
+        all
+    })
+}
+
+/// A config: hidden D, KV heads K (H = 4K), head_dim d, ffn F, layers, passes, window.
+pub fn config(hidden: usize, kv: usize, d: usize, ffn: usize, layers: &[&str], passes: usize, window: usize) -> Config {
+    config_with(hidden, kv, d, ffn, layers, passes, window, serde_json::json!({}))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn config_with(
+    hidden: usize,
+    kv: usize,
+    d: usize,
+    ffn: usize,
+    layers: &[&str],
+    passes: usize,
+    window: usize,
+    extra: serde_json::Value,
+) -> Config {
+    let mut json = serde_json::json!({
+        "architecture": "dory", "vocab_size": 300, "hidden": hidden, "heads": 4 * kv, "kv_heads": kv,
+        "head_dim": d, "ffn": ffn, "layers": layers, "passes": passes, "window": window,
+        "bos_token_id": 0, "eos_token_id": 1,
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        json[k] = v.clone();
+    }
+    Config::parse(&json.to_string(), Path::new("test config")).expect("valid config")
+}
+
+/// A random model of `config` in a temporary folder.
+pub fn random_model(config: &Config, seed: u64, dtype: DType) -> (tempfile::TempDir, Model) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    dory::init::write_random_model(dir.path(), config, seed, dtype, 1).expect("write");
+    let model = Model::load(dir.path()).expect("load");
+    (dir, model)
+}
+
+/// The CPU reference and the GPU backend on one model.
+pub fn backends(dev: &Arc<GpuDevice>, model: &Model) -> (dory::cpu::Cpu, Wgpu) {
+    let cpu = dory::cpu::Cpu::new(&model.config, &model.weights);
+    let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+    (cpu, Wgpu::new(&gm).expect("backend"))
+}
+
+/// Putting values into, and reading them out of, either backend's buffers.
+pub trait Io: Backend {
+    fn put(&mut self, data: &[f32]) -> Self::Buf;
+    fn get(&mut self, buf: &Self::Buf, len: usize) -> Vec<f32> {
+        self.read(buf, len).expect("read")
+    }
+    /// A buffer of `len` NaNs: an op that leaves any of it unwritten shows.
+    fn poisoned(&mut self, len: usize) -> Self::Buf {
+        self.put(&vec![f32::NAN; len])
+    }
+}
+
+impl Io for dory::cpu::Cpu {
+    fn put(&mut self, data: &[f32]) -> Vec<f32> {
+        data.to_vec()
+    }
+}
+
+impl Io for Wgpu {
+    fn put(&mut self, data: &[f32]) -> dory_wgpu::GpuBuf {
+        self.upload(data).expect("upload")
+    }
+}
+
+/// ‖gpu − cpu‖ / ‖cpu‖, failing above `bound` with what was compared.
+pub fn check(what: &str, gpu: &[f32], cpu: &[f32], bound: f64) {
+    let want: Vec<f64> = cpu.iter().map(|&x| x as f64).collect();
+    assert!(cpu.iter().all(|x| x.is_finite()), "{what}: the CPU reference is not finite");
+    let err = dory::testing::rel_err(gpu, &want);
+    assert!(err <= bound, "{what}: relative error {err:.3e} > {bound:.0e}");
+}

@@ -1,0 +1,208 @@
+//! Whole models: the GPU's logits against the CPU's (spec §8: 1e-4 exact, 1e-3 in O(1)
+//! mode after the seal), in prompts of several chunk sizes, decoding with early exit,
+//! continued sessions, two sessions sharing one device and its weights, the shipped
+//! model, and every golden fixture.
+
+use std::path::Path;
+
+use dory::forward::Attention;
+use dory::testing::fixtures::{cases, replay, Case};
+use dory::weights::DType;
+use dory::{ExitRule, Forward, Model, Session, Want};
+use dory_wgpu::{GpuModel, Wgpu};
+
+use crate::common::{check, config, config_with, devices, random_model};
+
+fn cpu_session(model: &Model, chunk: usize) -> Session<dory::cpu::Cpu> {
+    let b = dory::cpu::Cpu::new(&model.config, &model.weights);
+    Session::new(Forward::new(b, &model.config, chunk).expect("forward"))
+}
+
+fn gpu_session(gm: &std::sync::Arc<GpuModel>, chunk: usize) -> Session<Wgpu> {
+    dory_wgpu::session(gm, chunk).expect("session")
+}
+
+/// Feeds both sessions the same prompt and steps; compares every row's logits and the
+/// passes. `bound(pos)` is the spec's bound at a position.
+fn agree(
+    what: &str,
+    cpu: &mut Session<dory::cpu::Cpu>,
+    gpu: &mut Session<Wgpu>,
+    prompt: &[u32],
+    steps: &[u32],
+    bound: impl Fn(usize) -> f64,
+) {
+    let v = cpu.forward().config().vocab_size;
+    let pos0 = cpu.position();
+    let lc = cpu.prompt(prompt, false, Want::All).expect("cpu prompt").logits;
+    let lg = gpu.prompt(prompt, false, Want::All).expect("gpu prompt").logits;
+    for (r, (a, b)) in lg.chunks_exact(v).zip(lc.chunks_exact(v)).enumerate() {
+        check(&format!("{what}: prompt row {r}"), a, b, bound(pos0 + r));
+    }
+    for &id in steps {
+        let p = cpu.position();
+        let (dc, dg) = (cpu.step(id).expect("cpu step"), gpu.step(id).expect("gpu step"));
+        assert_eq!(dg.passes, dc.passes, "{what}: passes at {p}");
+        check(&format!("{what}: step at {p} ({} passes)", dc.passes), &dg.logits, &dc.logits, bound(p));
+    }
+}
+
+fn ids(n: usize, seed: u64) -> Vec<u32> {
+    let mut r = dory::rng::Rng::new(seed);
+    (0..n).map(|_| 2 + (r.next_u64() % 298) as u32).collect()
+}
+
+#[test]
+fn random_models_agree_with_the_cpu() {
+    // Early exit by rules whose decisions cannot flip between backends (always after
+    // pass 2; never), so that every read-out and resume is compared.
+    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
+    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
+    for dev in devices() {
+        for (i, (layers, dtype, exit)) in [
+            (&["sliding", "full"][..], DType::F32, ExitRule::NONE),
+            (&["full", "sliding", "sliding"][..], DType::BF16, always),
+            (&["sliding"][..], DType::F16, never),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let c = config(64, 2, 16, 96, layers, 3, 6);
+            let (_dir, model) = random_model(&c, 20 + i as u64, dtype);
+            let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+            for chunk in [1, 7, 64] {
+                let mut cpu = cpu_session(&model, 64);
+                let mut gpu = gpu_session(&gm, chunk);
+                cpu.exit = exit;
+                gpu.exit = exit;
+                let what = format!("{} {layers:?} {dtype:?} chunk {chunk} exit {exit:?}", dev.describe());
+                agree(&what, &mut cpu, &mut gpu, &ids(40, 1), &ids(12, 2), |_| 1e-4);
+                // A later segment of the same session.
+                agree(&format!("{what}, continued"), &mut cpu, &mut gpu, &ids(9, 3), &ids(5, 4), |_| 1e-4);
+            }
+        }
+    }
+}
+
+#[test]
+fn o1_models_agree_with_the_cpu_across_the_seal() {
+    for dev in devices() {
+        let o1 = serde_json::json!({"o1": {"sinks": 2, "window": 8, "landmarks": 4, "stride": 2, "seal_at": 24}});
+        let c = config_with(64, 2, 16, 96, &["sliding", "full"], 3, 6, o1);
+        let (_dir, model) = random_model(&c, 5, DType::F32);
+        let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+        let mut cpu = cpu_session(&model, 16);
+        let mut gpu = gpu_session(&gm, 16);
+        assert_eq!(gpu.forward().attention().name(), "o1");
+        // The seal comes with the first step at or after 24; the far span fills later.
+        agree(&format!("{} o1", dev.describe()), &mut cpu, &mut gpu, &ids(20, 5), &ids(40, 6), |p| {
+            if p < 24 {
+                1e-4
+            } else {
+                1e-3
+            }
+        });
+        assert!(gpu.forward().sealed());
+    }
+}
+
+#[test]
+fn sessions_share_a_device_and_its_weights() {
+    for dev in devices() {
+        let c = config(64, 2, 16, 96, &["sliding", "full"], 2, 5);
+        let (_dir, model) = random_model(&c, 9, DType::F16);
+        let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+        let (mut c1, mut c2) = (cpu_session(&model, 64), cpu_session(&model, 64));
+        let (mut g1, mut g2) = (gpu_session(&gm, 64), gpu_session(&gm, 64));
+        // Interleaved: each session's caches and scratch are its own.
+        let v = c.vocab_size;
+        let (p1, p2) = (ids(11, 1), ids(17, 2));
+        check(
+            "session 1 prompt",
+            &g1.prompt(&p1, false, Want::Last).unwrap().logits,
+            &c1.prompt(&p1, false, Want::Last).unwrap().logits,
+            1e-4,
+        );
+        check(
+            "session 2 prompt",
+            &g2.prompt(&p2, false, Want::Last).unwrap().logits,
+            &c2.prompt(&p2, false, Want::Last).unwrap().logits,
+            1e-4,
+        );
+        for (i, id) in ids(8, 3).into_iter().enumerate() {
+            let (a, b) = (g1.step(id).unwrap().logits, c1.step(id).unwrap().logits);
+            check(&format!("session 1 step {i}"), &a, &b, 1e-4);
+            let (a, b) = (g2.step(id).unwrap().logits, c2.step(id).unwrap().logits);
+            check(&format!("session 2 step {i}"), &a, &b, 1e-4);
+            assert_eq!(a.len(), v);
+        }
+        // The server runs sessions on threads.
+        std::thread::scope(|s| {
+            for seed in [4, 5] {
+                let gm = gm.clone();
+                let model = &model;
+                s.spawn(move || {
+                    let (mut g, mut c) = (gpu_session(&gm, 64), cpu_session(model, 64));
+                    let p = ids(13, seed);
+                    let (a, b) = (
+                        g.prompt(&p, false, Want::Last).unwrap().logits,
+                        c.prompt(&p, false, Want::Last).unwrap().logits,
+                    );
+                    check(&format!("thread {seed}"), &a, &b, 1e-4);
+                });
+            }
+        });
+    }
+}
+
+#[test]
+fn the_shipped_model_agrees_in_exact_and_o1_mode() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/dory-tiny");
+    if !dir.join("model.safetensors").exists() {
+        eprintln!("SKIPPED: no shipped model in {}", dir.display());
+        return;
+    }
+    let model = Model::load(&dir).expect("the shipped model");
+    for dev in devices().iter().take(1) {
+        let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+        let o1 = model.config.o1.clone().expect("dory-tiny has an o1 section");
+        // Sealing as early as the spec allows (ns + stride·m), so that a short run crosses it.
+        let seal_at = o1.sinks + o1.stride * o1.landmarks + 3;
+        let text =
+            model.tokenizer.encode("It was the best of times, it was the worst of times, it was the age of").unwrap();
+        let prompt: Vec<u32> = text.iter().copied().cycle().take(seal_at - 4).collect();
+        let steps: Vec<u32> = ids(24, 8).into_iter().map(|t| t % model.config.vocab_size as u32).collect();
+        for attention in [Attention::Exact, Attention::O1(dory::config::O1 { seal_at, ..o1.clone() })] {
+            let mut cpu = cpu_session(&model, 64);
+            let mut gpu = gpu_session(&gm, 64);
+            cpu.forward_mut().set_attention(attention.clone()).unwrap();
+            gpu.forward_mut().set_attention(attention.clone()).unwrap();
+            let sealed = matches!(attention, Attention::O1(_));
+            let bound = |p: usize| if sealed && p >= seal_at { 1e-3 } else { 1e-4 };
+            let what = format!("dory-tiny {} on {}", attention.name(), dev.describe());
+            agree(&what, &mut cpu, &mut gpu, &prompt, &steps, bound);
+            assert_eq!(gpu.forward().sealed(), sealed);
+        }
+    }
+}
+
+#[test]
+fn every_fixture_replays_within_the_spec() {
+    for dev in devices() {
+        let mut replayed = 0;
+        for dir in cases() {
+            let case = Case::load(&dir);
+            let model = Model::load(&dir.join("model")).expect("model");
+            let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+            for chunk in [1, 7, 64] {
+                let mut session = gpu_session(&gm, chunk);
+                assert_eq!(session.forward().attention().name(), case.attention());
+                let r = replay(&case, &mut session).expect("replay");
+                println!("{} on {} chunk {chunk}: worst {:.3} of the bound", dir.display(), dev.describe(), r.worst);
+                assert!(r.failures.is_empty(), "{} (chunk {chunk}):\n{}", dir.display(), r.failures.join("\n"));
+            }
+            replayed += 1;
+        }
+        assert_eq!(replayed, 7, "seven cases");
+    }
+}

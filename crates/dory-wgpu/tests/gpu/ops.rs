@@ -1,0 +1,114 @@
+//! The row-wise ops and projections against the CPU twin.
+
+use dory::backend::{Backend, Mat, Mix, Part};
+use dory::testing::rand_vec;
+use dory::weights::DType;
+
+use crate::common::{backends, check, config, devices, random_model, Io};
+
+/// f32 sums in another order: well inside spec §8's 1e-4 for whole models.
+const OP_BOUND: f64 = 2e-6;
+
+#[test]
+fn projections_and_logits_match_the_cpu() {
+    for dev in devices() {
+        // hidden 44 and ffn 60 are not multiples of 8 (padded rows); 1032 runs the
+        // unrolled loop of the matrix-vector kernel with a tail.
+        for (hidden, kv, d, ffn) in [(44, 1, 8, 60), (1032, 2, 48, 1800)] {
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let c = config(hidden, kv, d, ffn, &["sliding"], 1, 4);
+                let (_dir, model) = random_model(&c, 7, dtype);
+                let (mut cpu, mut gpu) = backends(dev, &model);
+                let mats = [
+                    (Mat::Qkvg(0), c.hidden, c.qkvg_width()),
+                    (Mat::Out(0), c.q_width(), c.hidden),
+                    (Mat::GateUp(0), c.hidden, 2 * c.ffn),
+                    (Mat::Down(0), c.ffn, c.hidden),
+                ];
+                for (seed, &rows) in [1usize, 2, 4, 5, 8, 9, 64, 70].iter().enumerate() {
+                    for &(mat, k, n) in &mats {
+                        let x = rand_vec(rows * k, seed as u64);
+                        let (xc, xg) = (cpu.put(&x), gpu.put(&x));
+                        let (mut oc, mut og) = (cpu.poisoned(rows * n), gpu.poisoned(rows * n));
+                        cpu.project(&mut oc, mat, &xc, rows);
+                        gpu.project(&mut og, mat, &xg, rows);
+                        let what = format!("{} {mat:?} {dtype:?} D {hidden} rows {rows}", dev.describe());
+                        check(&what, &gpu.get(&og, rows * n), &cpu.get(&oc, rows * n), OP_BOUND);
+                    }
+                    // The head, from a row other than the first.
+                    let first = 3;
+                    let h = rand_vec((first + rows) * hidden, 100 + seed as u64);
+                    let (hc, hg) = (cpu.put(&h), gpu.put(&h));
+                    let v = c.vocab_size;
+                    let (mut lc, mut lg) = (cpu.poisoned(rows * v), gpu.poisoned(rows * v));
+                    cpu.logits(&mut lc, &hc, first, rows);
+                    gpu.logits(&mut lg, &hg, first, rows);
+                    let what = format!("{} logits {dtype:?} D {hidden} rows {rows}", dev.describe());
+                    check(&what, &gpu.get(&lg, rows * v), &cpu.get(&lc, rows * v), OP_BOUND);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
+    for dev in devices() {
+        for (hidden, ffn, dtype) in [(44, 60, DType::BF16), (1032, 1800, DType::F16), (48, 96, DType::F32)] {
+            let c = config(hidden, 1, 8, ffn, &["sliding"], 1, 4);
+            let (_dir, model) = random_model(&c, 3, dtype);
+            let (mut cpu, mut gpu) = backends(dev, &model);
+            let name = |op: &str, rows: usize| format!("{} {op} {dtype:?} D {hidden} rows {rows}", dev.describe());
+            for (seed, rows) in [1usize, 5, 64].into_iter().enumerate() {
+                let seed = 10 * seed as u64;
+                let ids: Vec<u32> = (0..rows).map(|i| ((i * 37 + 11) % c.vocab_size) as u32).collect();
+                let (mut xc, mut xg) = (cpu.poisoned(rows * hidden), gpu.poisoned(rows * hidden));
+                cpu.embed(&mut xc, &ids);
+                gpu.embed(&mut xg, &ids);
+                check(&name("embed", rows), &gpu.get(&xg, rows * hidden), &cpu.get(&xc, rows * hidden), 0.0);
+
+                for mix in [Mix::Enter, Mix::Between, Mix::Leave, Mix::ReadOut, Mix::Resume] {
+                    let (h, x, s) = (
+                        rand_vec(rows * hidden, seed),
+                        rand_vec(rows * hidden, seed + 1),
+                        rand_vec(rows * hidden, seed + 2),
+                    );
+                    let (mut hc, xc, mut sc) = (cpu.put(&h), cpu.put(&x), cpu.put(&s));
+                    let (mut hg, xg, mut sg) = (gpu.put(&h), gpu.put(&x), gpu.put(&s));
+                    cpu.mix(mix, &mut hc, &xc, &mut sc, rows);
+                    gpu.mix(mix, &mut hg, &xg, &mut sg, rows);
+                    let n = rows * hidden;
+                    check(&name(&format!("mix {mix:?} h"), rows), &gpu.get(&hg, n), &cpu.get(&hc, n), OP_BOUND);
+                    check(&name(&format!("mix {mix:?} s"), rows), &gpu.get(&sg, n), &cpu.get(&sc, n), OP_BOUND);
+                }
+
+                for part in [Part::Attn, Part::Mlp] {
+                    let (h, o) = (rand_vec(rows * hidden, seed + 3), rand_vec(rows * hidden, seed + 4));
+                    let (mut hc, oc) = (cpu.put(&h), cpu.put(&o));
+                    let (mut hg, og) = (gpu.put(&h), gpu.put(&o));
+                    cpu.residual(0, part, &mut hc, &oc, rows);
+                    gpu.residual(0, part, &mut hg, &og, rows);
+                    let n = rows * hidden;
+                    check(&name(&format!("residual {part:?}"), rows), &gpu.get(&hg, n), &cpu.get(&hc, n), OP_BOUND);
+                }
+
+                let gu = rand_vec(rows * 2 * ffn, seed + 5);
+                let (guc, gug) = (cpu.put(&gu), gpu.put(&gu));
+                let (mut mc, mut mg) = (cpu.poisoned(rows * ffn), gpu.poisoned(rows * ffn));
+                cpu.swiglu(0, &mut mc, &guc, rows);
+                gpu.swiglu(0, &mut mg, &gug, rows);
+                check(&name("swiglu", rows), &gpu.get(&mg, rows * ffn), &cpu.get(&mc, rows * ffn), OP_BOUND);
+
+                // Rows 2.. of a source into rows 1.. of a poisoned destination.
+                let src = rand_vec((rows + 2) * hidden, seed + 6);
+                let (sc, sg) = (cpu.put(&src), gpu.put(&src));
+                let (mut dc, mut dg) = (cpu.poisoned((rows + 1) * hidden), gpu.poisoned((rows + 1) * hidden));
+                cpu.copy_rows(&mut dc, 1, &sc, 2, rows, hidden);
+                gpu.copy_rows(&mut dg, 1, &sg, 2, rows, hidden);
+                let (got, want) = (gpu.get(&dg, (rows + 1) * hidden), cpu.get(&dc, (rows + 1) * hidden));
+                assert!(got[..hidden].iter().all(|x| x.is_nan()), "copy_rows wrote outside its rows");
+                check(&name("copy_rows", rows), &got[hidden..], &want[hidden..], 0.0);
+            }
+        }
+    }
+}
