@@ -9,7 +9,7 @@ use dory::sampler::argmax;
 use dory::{Backend, Want};
 use serde_json::json;
 
-use crate::common::{mib, parse_exit, peak_rss, rss, ModelArgs};
+use crate::common::{mib, parse_exit, peak_rss, rss, Job, ModelArgs, Sessions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -51,9 +51,25 @@ fn stats(mut xs: Vec<f64>) -> Stats {
 pub fn run(a: &Args) -> Result<()> {
     anyhow::ensure!(a.prompt >= 1 && a.reps >= 1, "--prompt and --reps must be ≥ 1");
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
-    let model = a.model.load()?;
+    a.model.run(Bench { a, exit })
+}
+
+/// The rest of `run`, on the backend `--backend` picks.
+struct Bench<'a> {
+    a: &'a Args,
+    exit: Option<dory::ExitRule>,
+}
+
+impl Job for Bench<'_> {
+    type Output = Result<()>;
+    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
+        bench(self.a, self.exit, &model, &sessions)
+    }
+}
+
+fn bench<S: Sessions>(a: &Args, exit: Option<dory::ExitRule>, model: &dory::Model, sessions: &S) -> Result<()> {
     let c = model.config.clone();
-    let mut session = a.model.session(&model)?;
+    let mut session = a.model.session(sessions, model)?;
     if let Some(exit) = exit {
         session.exit = exit;
     }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use dory::{Attention, Criterion, ExitRule, Model};
+pub use dory_wgpu::select::{Choice, Job, Sessions};
 
 /// Where the model comes from (`--model`).
 #[derive(clap::Args, Clone, Debug)]
@@ -23,6 +24,10 @@ pub struct ModelArgs {
     /// landmarks, stride, rect, rcond, seal_at)
     #[arg(long, value_name = "KEY=VALUE,…")]
     pub o1: Option<String>,
+    /// Where the model runs: cpu, wgpu (the best GPU adapter, a software one included)
+    /// or auto (a hardware GPU when there is one, else the CPU)
+    #[arg(long, default_value = "auto", value_name = "BACKEND", value_parser = str::parse::<Choice>)]
+    pub backend: Choice,
 }
 
 impl ModelArgs {
@@ -51,10 +56,18 @@ impl ModelArgs {
         Model::load(&dir).with_context(|| format!("cannot load the model in {}", dir.display()))
     }
 
-    pub fn session(&self, model: &Model) -> Result<dory::Session<dory::cpu::Cpu>> {
+    /// Loads the model and runs `job` on the backend `--backend` picks: the one place
+    /// where a command (`serve` too) becomes code generic over the backend.
+    pub fn run<J: Job<Output = Result<()>>>(&self, job: J) -> Result<()> {
+        let model = self.load()?;
+        dory_wgpu::select::dispatch(self.backend, model, job).context("cannot open the backend")?
+    }
+
+    /// A session from `sessions` with `--chunk`, `--attention` and `--o1`.
+    pub fn session<S: Sessions>(&self, sessions: &S, model: &Model) -> Result<dory::Session<S::Backend>> {
         anyhow::ensure!(self.chunk >= 1, "--chunk must be ≥ 1");
         let attention = self.attention(&model.config)?;
-        let mut session = dory::cpu_session(model, self.chunk)?;
+        let mut session = sessions.session(model, self.chunk)?;
         session.set_attention(attention)?;
         Ok(session)
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use dory::{Request, Sampling};
 
-use crate::common::{mib, parse_exit, peak_rss, ModelArgs};
+use crate::common::{mib, parse_exit, peak_rss, Job, ModelArgs, Sessions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -86,12 +86,38 @@ pub fn run(a: &Args) -> Result<()> {
             s
         }
     };
-    let model = a.model.load()?;
-    let mut session = a.model.session(&model)?;
+    a.model.run(Generate { a, sampling, exit, prompt })
+}
+
+/// The rest of `run`, on the backend `--backend` picks.
+struct Generate<'a> {
+    a: &'a Args,
+    sampling: Sampling,
+    exit: Option<dory::ExitRule>,
+    prompt: String,
+}
+
+impl Job for Generate<'_> {
+    type Output = Result<()>;
+    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
+        let Generate { a, sampling, exit, prompt } = self;
+        generate(a, sampling, exit, &prompt, &model, sessions)
+    }
+}
+
+fn generate<S: Sessions>(
+    a: &Args,
+    sampling: Sampling,
+    exit: Option<dory::ExitRule>,
+    prompt: &str,
+    model: &dory::Model,
+    sessions: S,
+) -> Result<()> {
+    let mut session = a.model.session(&sessions, model)?;
     if let Some(exit) = exit {
         session.exit = exit;
     }
-    let ids = model.tokenizer.encode(&prompt)?;
+    let ids = model.tokenizer.encode(prompt)?;
     let req = Request { max_tokens: a.max_tokens, sampling, stop: a.stop.clone(), bos: !a.no_bos };
     let mut out = std::io::stdout().lock();
     if !a.no_echo {

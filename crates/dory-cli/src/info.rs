@@ -3,7 +3,7 @@
 use anyhow::Result;
 use dory::{Attention, Backend, LayerKind};
 
-use crate::common::{mib, ModelArgs};
+use crate::common::{mib, Job, ModelArgs, Sessions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -15,9 +15,22 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let model = a.model.load()?;
+    a.model.run(Info(a))
+}
+
+/// `run` on the backend `--backend` picks.
+struct Info<'a>(&'a Args);
+
+impl Job for Info<'_> {
+    type Output = Result<()>;
+    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
+        info(self.0, &model, &sessions)
+    }
+}
+
+fn info<S: Sessions>(a: &Args, model: &dory::Model, sessions: &S) -> Result<()> {
     let c = &model.config;
-    let session = a.model.session(&model)?;
+    let session = a.model.session(sessions, model)?;
     let layers: Vec<&str> =
         c.layers.iter().map(|k| if *k == LayerKind::Sliding { "sliding" } else { "full" }).collect();
     println!("model        {}", model.dir.display());
@@ -37,10 +50,10 @@ pub fn run(a: &Args) -> Result<()> {
     }
     println!("parameters   {} ({:.2} M)", c.parameters(), c.parameters() as f64 / 1e6);
     println!(
-        "weights      {} stored ({:?}), {} as the CPU holds them (f32)",
+        "weights      {} stored ({:?}), {} as the backend holds them",
         mib(model.weights.stored_bytes as u64),
         model.weights.dtype(),
-        mib(session.forward().backend.weight_bytes() as u64)
+        mib(sessions.weight_bytes(model) as u64)
     );
     // Both modes, the O(1) one with the settings the session would use.
     let o1 = match a.model.attention(c)? {

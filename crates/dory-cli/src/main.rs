@@ -40,6 +40,21 @@ enum Command {
     },
 }
 
+/// `dory serve` on the backend `--backend` picks: every worker's session comes from the
+/// same `Sessions` (one device and one copy of the weights for all of them).
+struct Serve<'a> {
+    args: common::ModelArgs,
+    server: &'a dory_server::Args,
+}
+
+impl common::Job for Serve<'_> {
+    type Output = anyhow::Result<()>;
+    fn run<S: common::Sessions>(self, model: dory::Model, sessions: S) -> anyhow::Result<()> {
+        let args = self.args;
+        dory_server::run(model, self.server, move |m: &dory::Model| args.session(&sessions, m))
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let run = || -> anyhow::Result<()> {
@@ -53,10 +68,7 @@ fn main() -> std::process::ExitCode {
             Command::Ppl(a) => ppl::run(a),
             Command::Init(a) => init::run(a),
             Command::Bench(a) => bench::run(a),
-            Command::Serve { model, server } => {
-                let (loaded, args) = (model.load()?, model.clone());
-                dory_server::run(loaded, server, move |m: &dory::Model| args.session(m))
-            }
+            Command::Serve { model, server } => model.run(Serve { args: model.clone(), server }),
         }
     };
     match run() {

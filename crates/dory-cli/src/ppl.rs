@@ -11,7 +11,7 @@ use dory::exit::log_softmax;
 use dory::Want;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::common::{parse_exit, ModelArgs};
+use crate::common::{parse_exit, Job, ModelArgs, Sessions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -40,9 +40,32 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<()> {
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
-    let model = a.model.load()?;
+    a.model.run(Ppl { a, exit, text })
+}
+
+/// The rest of `run`, on the backend `--backend` picks.
+struct Ppl<'a> {
+    a: &'a Args,
+    exit: Option<dory::ExitRule>,
+    text: String,
+}
+
+impl Job for Ppl<'_> {
+    type Output = Result<()>;
+    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
+        ppl(self.a, self.exit, &self.text, &model, &sessions)
+    }
+}
+
+fn ppl<S: Sessions>(
+    a: &Args,
+    exit: Option<dory::ExitRule>,
+    text: &str,
+    model: &dory::Model,
+    sessions: &S,
+) -> Result<()> {
     let c = &model.config;
-    let mut ids = model.tokenizer.encode(&text)?;
+    let mut ids = model.tokenizer.encode(text)?;
     if let Some(n) = a.tokens {
         anyhow::ensure!(ids.len() >= n, "{}: has {} tokens, fewer than --tokens {n}", a.file.display(), ids.len());
         ids.truncate(n);
@@ -61,7 +84,7 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("{}: too short to score: {} tokens", a.file.display(), ids.len());
     }
     let windows: Vec<Vec<u32>> = ids.chunks(room).map(|w| bos.into_iter().chain(w.iter().copied()).collect()).collect();
-    let mut session = a.model.session(&model)?;
+    let mut session = a.model.session(sessions, model)?;
     if let Some(exit) = exit {
         session.exit = exit;
     }

@@ -178,3 +178,43 @@ fn bad_input_is_one_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
 }
+
+#[test]
+fn the_backend_flag_picks_where_the_model_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let backend = |args: &[&str]| {
+        let info = ok(&[&["info", "--model", &m][..], args].concat());
+        info.lines().find(|l| l.starts_with("backend")).expect("a backend line").to_string()
+    };
+    assert!(backend(&["--backend", "cpu"]).contains("cpu"));
+    fails(&["info", "--model", &m, "--backend", "gpu"], "the backend must be cpu, wgpu or auto");
+    // auto never picks a software adapter (lavapipe): the CPU unless there is a GPU.
+    let hardware = dory_wgpu::choose(dory_wgpu::Pick::Hardware).is_some();
+    assert_eq!(backend(&[]).contains("wgpu"), hardware, "{}", backend(&[]));
+    if dory_wgpu::choose(dory_wgpu::Pick::Any).is_none() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI=true needs a GPU adapter");
+        eprintln!("SKIPPED: no GPU adapter for --backend wgpu");
+        return;
+    }
+    assert!(backend(&["--backend", "wgpu"]).contains("wgpu"));
+    // The same greedy generation on both: logits within spec §8 until the tokens part
+    // (a near-tie may legitimately flip; the rows after it are not comparable).
+    let run = |b: &str| {
+        let npy = dir.path().join(format!("{b}.npy"));
+        let args = ["generate", "--model", &m, "--backend", b, "-n", "6", "-t", "0", "--no-echo", "--logits"];
+        ok(&[&args[..], &[npy.to_str().unwrap(), "It was"]].concat());
+        let logits: Vec<f32> =
+            read_npy(&npy).1.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        (logits, read_npy(&dir.path().join(format!("{b}.tokens.npy"))).1)
+    };
+    let ((lc, tc), (lg, tg)) = (run("cpu"), run("wgpu"));
+    for (i, (a, b)) in lg.chunks_exact(400).zip(lc.chunks_exact(400)).enumerate() {
+        let num: f64 = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).powi(2)).sum();
+        let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+        assert!((num / den).sqrt() < 1e-4, "step {i}: relative error {}", (num / den).sqrt());
+        if tc[i * 4..][..4] != tg[i * 4..][..4] {
+            break;
+        }
+    }
+}
