@@ -15,8 +15,18 @@ use crate::device::GpuDevice;
 use crate::error::gpu_err;
 use crate::kernels::KernelId;
 
-/// Dispatches recorded before a submission that does not wait.
+/// Dispatches recorded before a submission that does not wait (`DORY_WGPU_BATCH`
+/// overrides it; 0: one submission per sync point).
 const BATCH: usize = 192;
+
+fn batch() -> usize {
+    static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *B.get_or_init(|| match std::env::var("DORY_WGPU_BATCH").ok().and_then(|v| v.parse::<usize>().ok()) {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => BATCH,
+    })
+}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -122,7 +132,7 @@ impl Recorder {
     /// Called at the start of each op: submits what is recorded once it is a batch, so
     /// that one op's dispatches and uploads always share a submission.
     pub fn begin_op(&mut self) {
-        if self.cmds.len() >= BATCH {
+        if self.cmds.len() >= batch() {
             if let Err(e) = self.submit(None) {
                 self.fail(e);
             }

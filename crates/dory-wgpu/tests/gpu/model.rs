@@ -172,14 +172,21 @@ fn the_shipped_model_agrees_in_exact_and_o1_mode() {
             model.tokenizer.encode("It was the best of times, it was the worst of times, it was the age of").unwrap();
         let prompt: Vec<u32> = text.iter().copied().cycle().take(seal_at - 4).collect();
         let steps: Vec<u32> = ids(24, 8).into_iter().map(|t| t % model.config.vocab_size as u32).collect();
-        for attention in [Attention::Exact, Attention::O1(dory::config::O1 { seal_at, ..o1.clone() })] {
+        // Early exit by a rule whose decisions cannot flip between backends (always after
+        // pass 2), so that every read-out and resume is compared; then no exit.
+        let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
+        let o1 = Attention::O1(dory::config::O1 { seal_at, ..o1.clone() });
+        for (attention, exit) in
+            [(Attention::Exact, always), (o1.clone(), always), (Attention::Exact, ExitRule::NONE), (o1, ExitRule::NONE)]
+        {
             let mut cpu = cpu_session(&model, 64);
             let mut gpu = gpu_session(&gm, 64);
             cpu.forward_mut().set_attention(attention.clone()).unwrap();
             gpu.forward_mut().set_attention(attention.clone()).unwrap();
+            (cpu.exit, gpu.exit) = (exit, exit);
             let sealed = matches!(attention, Attention::O1(_));
             let bound = |p: usize| if sealed && p >= seal_at { 1e-3 } else { 1e-4 };
-            let what = format!("dory-tiny {} on {}", attention.name(), dev.describe());
+            let what = format!("dory-tiny {} exit {exit:?} on {}", attention.name(), dev.describe());
             agree(&what, &mut cpu, &mut gpu, &prompt, &steps, bound);
             assert_eq!(gpu.forward().sealed(), sealed);
         }
