@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytemuck::Pod;
+use smallvec::SmallVec;
 
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
@@ -17,7 +18,7 @@ use crate::kernels::KernelId;
 
 /// Dispatches recorded before a submission that does not wait (`DORY_WGPU_BATCH`
 /// overrides it; 0: one submission per sync point).
-const BATCH: usize = 192;
+const BATCH: usize = 64;
 
 fn batch() -> usize {
     static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -77,12 +78,16 @@ pub enum Bind {
     Upload,
 }
 
+/// A recorded dispatch. Small vectors inline: recording a step allocates nothing.
 struct Cmd {
     kernel: KernelId,
-    binds: Vec<(u32, Bind)>,
-    imm: Vec<u8>,
+    binds: SmallVec<[(u32, Bind); 8]>,
+    imm: SmallVec<[u8; 64]>,
     groups: [u32; 3],
 }
+
+/// A bind group's identity: the kernel and each binding's buffer.
+type GroupKey = (KernelId, SmallVec<[(u32, u64); 8]>);
 
 struct Cached {
     group: wgpu::BindGroup,
@@ -96,7 +101,9 @@ pub struct Recorder {
     /// This submission's uploads, in 4-byte words.
     uploads: Vec<u32>,
     upload: Option<Arc<Store>>,
-    groups: HashMap<(KernelId, Vec<(u32, u64)>), Cached>,
+    groups: HashMap<GroupKey, Cached>,
+    /// The adapter's limit on workgroups along one axis.
+    max_groups: u32,
     sweep_at: usize,
     staging: Option<wgpu::Buffer>,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
@@ -113,11 +120,12 @@ pub fn groups_for(n: usize, per: usize) -> u32 {
 impl Recorder {
     pub fn new(dev: Arc<GpuDevice>) -> Recorder {
         Recorder {
-            dev,
+            dev: dev.clone(),
             cmds: Vec::new(),
             uploads: Vec::new(),
             upload: None,
             groups: HashMap::new(),
+            max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,
             dispatches: 0,
@@ -167,27 +175,38 @@ impl Recorder {
         if groups.contains(&0) {
             return;
         }
-        let limit = self.dev.device.limits().max_compute_workgroups_per_dimension;
+        let limit = self.max_groups;
         if let Some(g) = groups.iter().find(|&&g| g > limit) {
             let name = self.dev.kernels.get(kernel).name;
             self.fail(gpu_err(format!("{name} would need {g} workgroups along one axis, over the limit of {limit}")));
             return;
         }
         self.dispatches += 1;
-        self.cmds.push(Cmd { kernel, binds: binds.to_vec(), imm: bytemuck::bytes_of(imm).to_vec(), groups });
+        self.cmds.push(Cmd {
+            kernel,
+            binds: binds.iter().cloned().collect(),
+            imm: SmallVec::from_slice(bytemuck::bytes_of(imm)),
+            groups,
+        });
     }
 
     fn bind_group(&mut self, kernel: KernelId, binds: &[(u32, Bind)]) -> wgpu::BindGroup {
-        let upload = self.upload.clone();
-        let store_of = |b: &Bind| match b {
-            Bind::Buf(s) => s.clone(),
-            Bind::Upload => upload.clone().expect("uploads were written before binding"),
+        let upload = self.upload.as_ref();
+        let store_of = |b: &'_ Bind| -> Arc<Store> {
+            match b {
+                Bind::Buf(s) => s.clone(),
+                Bind::Upload => upload.expect("uploads were written before binding").clone(),
+            }
         };
-        let stores: Vec<Arc<Store>> = binds.iter().map(|(_, b)| store_of(b)).collect();
-        let key = (kernel, binds.iter().zip(&stores).map(|((i, _), s)| (*i, s.id)).collect::<Vec<_>>());
+        let id_of = |b: &Bind| match b {
+            Bind::Buf(s) => s.id,
+            Bind::Upload => upload.map_or(0, |u| u.id),
+        };
+        let key: GroupKey = (kernel, binds.iter().map(|(i, b)| (*i, id_of(b))).collect());
         if let Some(c) = self.groups.get(&key) {
             return c.group.clone();
         }
+        let stores: Vec<Arc<Store>> = binds.iter().map(|(_, b)| store_of(b)).collect();
         let k = self.dev.kernels.get(kernel);
         let entries: Vec<wgpu::BindGroupEntry> = binds
             .iter()
