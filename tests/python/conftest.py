@@ -42,7 +42,7 @@ def tiny_model(dory_bin, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def server(dory_bin, tiny_model):
-    s = Server(dory_bin, tiny_model, "--parallel", "2")
+    s = Server(dory_bin, tiny_model, "--backend", "cpu", "--parallel", "2")
     yield s
     s.stop()
 

@@ -5,7 +5,8 @@ must not grow with the number of requests served.
 It reports requests/s, tokens/s, latency and memory to stdout and to
 tests/python/out/load-<model>.json. By default it loads a random tiny model (the
 server's own overhead dominates); DORY_LOAD_MODEL=DIR runs it against another model,
-e.g. models/dory-tiny, as docs/BENCHMARKS.md does.
+e.g. models/dory-tiny, as docs/BENCHMARKS.md does, and DORY_LOAD_BACKEND=wgpu runs it on
+the GPU backend (the CPU by default).
 """
 
 import json
@@ -65,7 +66,8 @@ def run_load(url):
 
 def test_sixteen_clients_fifty_requests_each(start_server, tiny_model):
     model = Path(os.environ.get("DORY_LOAD_MODEL", tiny_model))
-    s = start_server(model, "--parallel", "2", "--queue", "32")
+    backend = os.environ.get("DORY_LOAD_BACKEND", "cpu")
+    s = start_server(model, "--backend", backend, "--parallel", "2", "--queue", "32")
     # Warm-up: one round of every client, so that allocators and thread pools settle.
     for c in range(CLIENTS):
         requests.post(f"{s.url}/v1/completions", json={"model": "w", "prompt": "warm", "max_tokens": 2}, timeout=60)
@@ -78,6 +80,7 @@ def test_sixteen_clients_fifty_requests_each(start_server, tiny_model):
     tokens = sum(r[1] for r in results)
     report = {
         "model": model.name,
+        "backend": backend,
         "clients": CLIENTS,
         "requests": len(results),
         "errors": len(errors),

@@ -5,6 +5,8 @@ import openai
 import pytest
 import requests
 
+from serve_harness import missing
+
 
 @pytest.fixture(scope="module")
 def client(server):
@@ -85,3 +87,22 @@ def test_health_counts_what_was_served(server):
     h = requests.get(f"{server.url}/health", timeout=10).json()
     assert h["status"] == "ok" and h["workers"] == 2
     assert h["failed"] == 0 and h["busy"] == 0
+
+
+def test_the_wgpu_backend_serves_too(start_server, tiny_model):
+    """`--backend wgpu` (a software Vulkan adapter where there is no GPU, as in CI, which
+    installs mesa-vulkan-drivers): the same API, every worker on the one device."""
+    try:
+        s = start_server(tiny_model, "--backend", "wgpu", "--parallel", "2")
+    except RuntimeError as e:
+        if "adapter" in str(e).lower() or "vulkan" in str(e).lower():
+            missing(f"no GPU adapter for --backend wgpu: {e}")
+        raise
+    models = requests.get(f"{s.url}/v1/models", timeout=10).json()
+    assert models["data"][0]["dory"]["backend"].startswith("wgpu"), models
+    client = openai.OpenAI(base_url=f"{s.url}/v1", api_key="not-needed", max_retries=0, timeout=120)
+    r = client.completions.create(model="m", prompt="The sea", max_tokens=6, temperature=0)
+    assert r.usage.completion_tokens == 6
+    assert len(r.model_extra["dory"]["passes"]) == 6 and r.model_extra["dory"]["cache_bytes"] > 0
+    chunks = list(client.completions.create(model="m", prompt="The sea", max_tokens=6, temperature=0, stream=True))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
