@@ -15,7 +15,7 @@ model=bench/out/bench-cpu-f32
 out=bench/out/cpu_speed.jsonl
 : > $out
 for r in $(seq "$rounds"); do
-    $dory bench --model $model --prompt 512 --gen 128 --reps 3 --json >> $out
+    $dory bench --backend cpu --model $model --prompt 512 --gen 128 --reps 3 --json >> $out
 done
 python3 - "$out" <<'PY'
 import json, statistics, sys

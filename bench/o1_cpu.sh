@@ -4,8 +4,11 @@
 #            with landmarks 8/16/32 and rect on/off;
 #  scale   — decode tokens/s, cache bytes and memory while generating 64 tokens after a
 #            context of 1k, 4k and 16k, exact vs O(1).
-# Usage: bench/o1_cpu.sh   (writes bench/out/o1_quality.txt and bench/out/o1_scale.jsonl)
+# Usage: bench/o1_cpu.sh [quality|scale|all]   (writes bench/out/o1_quality.txt and
+# bench/out/o1_scale.jsonl). Quality does not depend on the machine's load; scale does:
+# run it on a quiet machine.
 set -euo pipefail
+what=${1:-all}
 cd "$(dirname "$0")/.."
 cargo build --release -q -p dory-cli
 dory=target/release/dory
@@ -13,21 +16,21 @@ mkdir -p bench/out
 text=bench/out/heldout.txt
 [ -f $text ] || python bench/heldout.py $text
 q=bench/out/o1_quality.txt
-: > $q
-for n in 2048 4096 16384; do
+[ "$what" = scale ] || : > $q
+[ "$what" = scale ] || for n in 2048 4096 16384; do
     echo "== $n tokens, exact" | tee -a $q
-    $dory ppl $text --decode --tokens $n --attention exact | tee -a $q
+    $dory ppl $text --backend cpu --exit none --decode --tokens $n --attention exact | tee -a $q
     for m in 8 16 32; do
         for rect in true false; do
             echo "== $n tokens, o1 landmarks=$m rect=$rect" | tee -a $q
-            $dory ppl $text --decode --tokens $n --attention o1 --o1 landmarks=$m,rect=$rect | tee -a $q
+            $dory ppl $text --backend cpu --exit none --decode --tokens $n --attention o1 --o1 landmarks=$m,rect=$rect | tee -a $q
         done
     done
 done
 s=bench/out/o1_scale.jsonl
-: > $s
-for depth in 1024 4096 16384; do
+[ "$what" = quality ] || : > $s
+[ "$what" = quality ] || for depth in 1024 4096 16384; do
     for mode in exact o1; do
-        $dory bench --depth $depth --prompt 1 --gen 64 --reps 3 --attention $mode --json | tee -a $s
+        $dory bench --backend cpu --depth $depth --prompt 1 --gen 64 --reps 3 --attention $mode --exit none --json | tee -a $s
     done
 done

@@ -65,47 +65,48 @@ if ! $dory info --backend wgpu --model models/dory-tiny | grep '^backend'; then
     exit 1
 fi
 
+# A device call has a hard time limit: every step has its own timeout, the most important
+# come first, and a step starts only if BUDGET seconds (default 500) are not yet spent.
+budget=${BUDGET:-500}
+room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
+
 echo "== GPU tests"
-CI=true timeout 240 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
+CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
 
 large=/tmp/wgpu-large
-timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
-
-echo "== floors"
-: > "$out/wgpu_floors.jsonl"
-for m in models/dory-tiny $large; do
-    timeout 60 $carry/dory-wgpu-floors --model $m | tee -a "$out/wgpu_floors.jsonl"
-done
-
 echo "== dory bench --backend wgpu"
 bench=$out/wgpu_bench.jsonl
 : > "$bench"
-run() { # model attention depth reps gen
-    timeout 150 $dory bench --backend wgpu --model "$1" --attention "$2" --depth "$3" --reps "$4" \
+: > "$out/wgpu_floors.jsonl"
+: > "$out/wgpu_torch.jsonl"
+run() { # model attention depth reps gen timeout
+    room "$6" "$1 $2 depth $3" || return 0
+    timeout "$6" $dory bench --backend wgpu --model "$1" --attention "$2" --depth "$3" --reps "$4" \
         --prompt 512 --gen "$5" --exit none --json | tee -a "$bench"
 }
-torch_ref() {
-    echo "== PyTorch reference"
-    for depth in 0 4096 32768; do
-        timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth $depth --tokens 64 \
-            | tee -a "$out/wgpu_torch.jsonl"
-    done
+floors() {
+    room 30 "floors of $1" || return 0
+    timeout 30 $carry/dory-wgpu-floors --model "$1" | tee -a "$out/wgpu_floors.jsonl"
 }
-: > "$out/wgpu_torch.jsonl"
-# The costly runs last: the device call has a time limit.
-for att in exact o1; do
-    run models/dory-tiny $att 0 3 128
-    run models/dory-tiny $att 4096 2 128
-    run models/dory-tiny $att 32768 1 64
-done
-for att in exact o1; do
-    run $large $att 0 3 128
-    run $large $att 4096 2 128
-done
-torch_ref
-for att in exact o1; do
-    run $large $att 32768 1 64
-done
+floors models/dory-tiny
+run models/dory-tiny exact 0 3 128 45
+run models/dory-tiny o1 4096 2 128 60
+room 150 "the larger model" && timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+if [ -f $large/config.json ]; then
+    floors $large
+    run $large exact 0 2 64 90
+    run $large exact 4096 1 64 90
+fi
+if room 60 "the PyTorch reference"; then
+    echo "== PyTorch reference"
+    timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
+fi
+run models/dory-tiny exact 32768 1 64 80
+if [ -f $large/config.json ]; then
+    run $large o1 32768 1 64 120
+    run $large exact 32768 1 64 120
+    room 60 "the PyTorch reference at 32k" && timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 32768 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
+fi
 
 python3 - "$out" <<'PY'
 import json, sys

@@ -51,7 +51,11 @@ fn stats(mut xs: Vec<f64>) -> Stats {
 pub fn run(a: &Args) -> Result<()> {
     anyhow::ensure!(a.prompt >= 1 && a.reps >= 1, "--prompt and --reps must be ≥ 1");
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
-    a.model.run(Bench { a, exit })
+    a.model.run(Bench { a, exit })?;
+    if let Some(table) = dory_wgpu::profile::report() {
+        eprintln!("{table}");
+    }
+    Ok(())
 }
 
 /// The rest of `run`, on the backend `--backend` picks.

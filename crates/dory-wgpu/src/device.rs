@@ -25,6 +25,8 @@ pub struct Caps {
     pub subgroup: Option<(u32, u32)>,
     pub max_binding: u64,
     pub max_buffer: u64,
+    /// Timestamps inside compute passes were asked for and granted (`profile`).
+    pub timestamps: bool,
 }
 
 pub struct GpuDevice {
@@ -110,6 +112,11 @@ impl GpuDevice {
         if subgroups {
             required |= wgpu::Features::SUBGROUP;
         }
+        let stamps = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        let timestamps = crate::profile::enabled() && features.contains(stamps);
+        if timestamps {
+            required |= stamps;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("dory"),
             required_features: required,
@@ -133,6 +140,7 @@ impl GpuDevice {
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
             max_binding: limits.max_storage_buffer_binding_size & !15,
             max_buffer: limits.max_buffer_size,
+            timestamps,
         };
         Ok(GpuDevice { device, queue, info, caps, kernels })
     }

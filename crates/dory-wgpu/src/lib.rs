@@ -24,6 +24,7 @@ pub mod floors;
 pub mod kernels;
 mod model;
 mod ops;
+pub mod profile;
 mod record;
 pub mod select;
 

@@ -253,20 +253,44 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         let dev = self.dev.clone();
         let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+        let stamps = (dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
         if !cmds.is_empty() {
             let mut pass =
                 enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
-            for (c, g) in cmds.iter().zip(&groups) {
+            for (i, (c, g)) in cmds.iter().zip(&groups).enumerate() {
                 pass.set_pipeline(&dev.kernels.get(c.kernel).pipeline);
                 pass.set_bind_group(0, g, &[]);
                 if !c.imm.is_empty() {
                     pass.set_immediates(0, &c.imm);
                 }
+                let stamp = stamps.as_ref().filter(|_| i < crate::profile::MAX_DISPATCHES);
+                if let Some(s) = stamp {
+                    pass.write_timestamp(&s.set, 2 * i as u32);
+                }
                 pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]);
+                if let Some(s) = stamp {
+                    pass.write_timestamp(&s.set, 2 * i as u32 + 1);
+                }
             }
         }
+        if let Some(s) = &stamps {
+            enc.resolve_query_set(&s.set, 0..s.count, &s.resolved, 0);
+            enc.copy_buffer_to_buffer(&s.resolved, 0, &s.staging, 0, 8 * u64::from(s.count));
+        }
+        let kernels: Vec<&'static str> = cmds.iter().map(|c| dev.kernels.get(c.kernel).name).collect();
+        let profiled = |stamps: Option<Stamps>| -> dory::Result<()> {
+            let Some(s) = stamps else { return Ok(()) };
+            let words = read_mapped(&dev.device, &s.staging, 8 * u64::from(s.count))?;
+            let ticks: &[u64] = bytemuck::cast_slice(&words);
+            let period = f64::from(dev.queue.get_timestamp_period());
+            for (i, name) in kernels.iter().enumerate().take(s.count as usize / 2) {
+                crate::profile::add(name, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period);
+            }
+            Ok(())
+        };
         let Some((src, bytes)) = read else {
             dev.queue.submit([enc.finish()]);
+            profiled(stamps)?;
             drop(cmds);
             self.sweep();
             return Ok(None);
@@ -283,10 +307,43 @@ impl Recorder {
         let staging = self.staging.clone().expect("made above");
         enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
         dev.queue.submit([enc.finish()]);
+        profiled(stamps)?;
         drop(cmds);
         self.sweep();
         let words = read_mapped(&dev.device, &staging, bytes)?;
         Ok(Some(words))
+    }
+}
+
+/// One submission's timestamp queries (`profile`).
+struct Stamps {
+    set: wgpu::QuerySet,
+    count: u32,
+    resolved: wgpu::Buffer,
+    staging: wgpu::Buffer,
+}
+
+impl Stamps {
+    fn new(dev: &GpuDevice, dispatches: usize) -> Stamps {
+        let count = 2 * dispatches.min(crate::profile::MAX_DISPATCHES) as u32;
+        let buffer = |usage, label| {
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 8 * u64::from(count),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        Stamps {
+            set: dev.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count,
+            }),
+            count,
+            resolved: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, "profile"),
+            staging: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, "profile read"),
+        }
     }
 }
 
