@@ -1,5 +1,6 @@
-"""Every golden case of shared/fixtures (copied into tests/fixtures) replayed in float64
-within spec §8, passes equal step by step, whatever the prompt's chunk size."""
+"""Every golden case of shared/fixtures (copied into the repository's tests/fixtures, which
+the engine replays too) replayed in float64 within spec §8, passes equal step by step,
+whatever the prompt's chunk size."""
 
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 
 from dory.fixtures import replay
 
-CASES = sorted(p for p in (Path(__file__).parent / "fixtures").iterdir() if (p / "case.json").exists())
+CASES = sorted(p for p in (Path(__file__).resolve().parents[2] / "tests" / "fixtures").iterdir() if (p / "case.json").exists())
 
 
 def test_every_case_is_here():

@@ -65,7 +65,7 @@ def test_exported_tiny_model(tmp_path):
         model.head_scale.mul_(30.0)  # wide logit gaps, so that greedy ties are rare
     folder = tmp_path / "model"
     save(model, folder, "bf16")
-    shutil.copy(HERE / "fixtures/exact-decode/model/tokenizer.json", folder / "tokenizer.json")
+    shutil.copy(HERE.parent.parent / "tests/fixtures/exact-decode/model/tokenizer.json", folder / "tokenizer.json")
     assert compare(folder, "the cat sat on the mat", 24, tmp_path) >= 8
 
 

@@ -68,7 +68,7 @@ def test_exported_random_model_with_a_growing_far_span(tmp_path):
         model.head_scale.mul_(30.0)  # wide logit gaps, so that greedy ties are rare
     folder = tmp_path / "model"
     save(model, folder, "f32")
-    shutil.copy(HERE / "fixtures/exact-decode/model/tokenizer.json", folder / "tokenizer.json")
+    shutil.copy(HERE.parent.parent / "tests/fixtures/exact-decode/model/tokenizer.json", folder / "tokenizer.json")
     o1 = O1(sinks=2, window=6, landmarks=4, stride=2, rect=True, rcond=1e-4, seal_at=20)
     rows, sealed = compare(folder, "the cat sat on the mat", 48, o1, tmp_path)
     assert rows >= 30 and sealed >= 10, (rows, sealed)
