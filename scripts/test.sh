@@ -32,12 +32,13 @@ python -m pip install -q --upgrade pip
 python -m pip install -q --no-deps -r train/requirements.txt
 python -m pip install -q -r requirements-test.txt
 
-step "rust: build"
-cargo build --release --workspace --locked
+# Tests run in the release profile: one build serves the tests, the binary the Python
+# tests spawn (DORY_BIN) and the speed a user sees; debug assertions are tested by plain
+# `cargo test` during development.
+step "rust: build and tests"
+cargo test --release --workspace --locked
+cargo build --release --workspace --locked --bins
 export DORY_BIN=$root/target/release/dory
-
-step "rust: tests"
-cargo test --workspace --locked
 
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
