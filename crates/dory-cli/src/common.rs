@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use dory::{Attention, Criterion, ExitRule, Model};
+use dory::{Attention, ExitRule, Model};
 pub use dory_wgpu::select::{Choice, Job, Sessions};
 
 /// Where the model comes from (`--model`).
@@ -91,28 +91,9 @@ impl ModelArgs {
     }
 }
 
-/// `none`, `kl:T` or `confidence:T`, optionally `…:T:MIN_PASSES`.
+/// `--exit`: `none`, `kl:T` or `confidence:T`, optionally `…:T:MIN_PASSES`.
 pub fn parse_exit(text: &str) -> Result<ExitRule> {
-    let parts: Vec<&str> = text.split(':').collect();
-    let criterion = match parts[0] {
-        "none" if parts.len() == 1 => return Ok(ExitRule::NONE),
-        "kl" => Criterion::Kl,
-        "confidence" => Criterion::Confidence,
-        _ => bail!("--exit must be none, kl:T or confidence:T (optionally :MIN_PASSES), got {text:?}"),
-    };
-    let threshold: f64 = match parts.get(1).map(|t| t.parse::<f64>()) {
-        Some(Ok(t)) if t.is_finite() && t >= 0.0 => t,
-        _ => bail!("--exit {text:?}: the threshold must be a number ≥ 0"),
-    };
-    let min_passes = match parts.get(2).map(|m| m.parse::<usize>()) {
-        None => 1,
-        Some(Ok(m)) if m >= 1 => m,
-        _ => bail!("--exit {text:?}: min_passes must be an integer ≥ 1"),
-    };
-    if parts.len() > 3 {
-        bail!("--exit {text:?}: too many fields");
-    }
-    Ok(ExitRule { criterion, threshold, min_passes })
+    text.parse().map_err(|e| anyhow::anyhow!("--exit: {e}"))
 }
 
 /// The process's peak resident memory in bytes, where the OS tells it.
@@ -137,22 +118,5 @@ pub fn mib(bytes: u64) -> String {
     match bytes {
         0..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
         _ => format!("{:.1} MiB", bytes as f64 / 1048576.0),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_rules_parse() {
-        assert_eq!(parse_exit("none").unwrap(), ExitRule::NONE);
-        let r = parse_exit("kl:0.05").unwrap();
-        assert_eq!((r.criterion, r.threshold, r.min_passes), (Criterion::Kl, 0.05, 1));
-        let r = parse_exit("confidence:0.9:2").unwrap();
-        assert_eq!((r.criterion, r.threshold, r.min_passes), (Criterion::Confidence, 0.9, 2));
-        for bad in ["", "kl", "kl:x", "kl:-1", "confidence:0.5:0", "entropy:1", "none:1", "kl:1:2:3"] {
-            assert!(parse_exit(bad).is_err(), "{bad}");
-        }
     }
 }

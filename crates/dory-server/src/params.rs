@@ -152,29 +152,7 @@ fn stops(v: Option<&Value>) -> Result<Vec<String>, ApiError> {
 
 /// The `exit` extension: `none`, `kl:T` or `confidence:T`, optionally `…:MIN_PASSES`.
 pub fn parse_exit(text: &str) -> Result<ExitRule, ApiError> {
-    let bad = |why: &str| {
-        ApiError::invalid("exit", format!("exit {text:?}: {why} (write none, kl:T or confidence:T[:MIN_PASSES])"))
-    };
-    let parts: Vec<&str> = text.split(':').collect();
-    let criterion = match parts[0] {
-        "none" if parts.len() == 1 => return Ok(ExitRule::NONE),
-        "kl" => Criterion::Kl,
-        "confidence" => Criterion::Confidence,
-        _ => return Err(bad("unknown rule")),
-    };
-    let threshold = match parts.get(1).map(|t| t.parse::<f64>()) {
-        Some(Ok(t)) if t.is_finite() && t >= 0.0 => t,
-        _ => return Err(bad("the threshold must be a number ≥ 0")),
-    };
-    let min_passes = match parts.get(2).map(|m| m.parse::<usize>()) {
-        None => 1,
-        Some(Ok(m)) if m >= 1 => m,
-        _ => return Err(bad("min_passes must be an integer ≥ 1")),
-    };
-    if parts.len() > 3 {
-        return Err(bad("too many fields"));
-    }
-    Ok(ExitRule { criterion, threshold, min_passes })
+    text.parse().map_err(|e: dory::Error| ApiError::invalid("exit", e.to_string()))
 }
 
 /// How the `exit` field writes `rule`.

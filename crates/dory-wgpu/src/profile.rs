@@ -35,7 +35,12 @@ pub fn report() -> Option<String> {
     rows.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1));
     let mut out = format!("GPU time by kernel (DORY_WGPU_PROFILE): {:.3} ms in all\n", total / 1e6);
     for (name, (n, ns)) in rows {
-        out += &format!("  {name:<24} {n:>8} dispatches {:>10.3} ms {:>6.1} % {:>8.2} µs each\n", ns / 1e6, 100.0 * ns / total, ns / 1e3 / *n as f64);
+        out += &format!(
+            "  {name:<24} {n:>8} dispatches {:>10.3} ms {:>6.1} % {:>8.2} µs each\n",
+            ns / 1e6,
+            100.0 * ns / total,
+            ns / 1e3 / *n as f64
+        );
     }
     Some(out)
 }

@@ -46,6 +46,38 @@ impl std::fmt::Display for ExitRule {
     }
 }
 
+impl std::str::FromStr for ExitRule {
+    type Err = crate::Error;
+
+    /// `none`, `kl:T` or `confidence:T`, optionally `…:T:MIN_PASSES` (what `--exit` and the
+    /// server's `exit` field take).
+    fn from_str(text: &str) -> crate::Result<ExitRule> {
+        let bad = |why: &str| {
+            crate::Error::Invalid(format!("exit rule {text:?}: {why} (write none, kl:T or confidence:T[:MIN_PASSES])"))
+        };
+        let parts: Vec<&str> = text.split(':').collect();
+        let criterion = match parts[0] {
+            "none" if parts.len() == 1 => return Ok(ExitRule::NONE),
+            "kl" => Criterion::Kl,
+            "confidence" => Criterion::Confidence,
+            _ => return Err(bad("unknown rule")),
+        };
+        let threshold = match parts.get(1).map(|t| t.parse::<f64>()) {
+            Some(Ok(t)) if t.is_finite() && t >= 0.0 => t,
+            _ => return Err(bad("the threshold must be a number ≥ 0")),
+        };
+        let min_passes = match parts.get(2).map(|m| m.parse::<usize>()) {
+            None => 1,
+            Some(Ok(m)) if m >= 1 => m,
+            _ => return Err(bad("min_passes must be an integer ≥ 1")),
+        };
+        if parts.len() > 3 {
+            return Err(bad("too many fields"));
+        }
+        Ok(ExitRule { criterion, threshold, min_passes })
+    }
+}
+
 /// ln softmax(logits), as logit − log-sum-exp (never the log of an underflowed p).
 pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let max = logits.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
@@ -106,6 +138,19 @@ mod tests {
         // Far-apart logits: ln p stays finite where p underflows.
         let l = log_softmax(&[0.0, -2000.0]);
         assert_eq!(l[1], -2000.0);
+    }
+
+    #[test]
+    fn rules_parse_and_print() {
+        for text in ["none", "kl:0.05", "confidence:0.9:2"] {
+            assert_eq!(text.parse::<ExitRule>().unwrap().to_string(), text);
+        }
+        let r: ExitRule = "kl:0.05:1".parse().unwrap();
+        assert_eq!((r.criterion, r.threshold, r.min_passes), (Criterion::Kl, 0.05, 1));
+        for bad in ["", "kl", "kl:x", "kl:-1", "confidence:0.5:0", "entropy:1", "none:1", "kl:1:2:3", "kl:inf"] {
+            let e = bad.parse::<ExitRule>().unwrap_err().to_string();
+            assert!(e.starts_with(&format!("exit rule {bad:?}")), "{e}");
+        }
     }
 
     #[test]
