@@ -56,6 +56,13 @@ impl common::Job for Serve<'_> {
 }
 
 fn main() -> std::process::ExitCode {
+    // Mesa's implicit Vulkan device-select layer connects to a Wayland display to order the
+    // devices, which on a headless machine prints "XDG_RUNTIME_DIR is invalid" twice per
+    // run while `--backend auto` looks for a GPU; dory orders adapters itself, so the layer
+    // is off unless the user set it. Set here, before any thread exists.
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
     let cli = Cli::parse();
     let run = || -> anyhow::Result<()> {
         if let Some(n) = cli.threads {
