@@ -24,6 +24,10 @@ if ((${#need[@]})); then
 fi
 
 step "python environment"
+# torch with the NVIDIA libraries it imports is 3.6 GB installed; pip's cache would hold
+# another 2.3 GB of wheels that nothing reads again, on machines where disk can be short.
+export PIP_NO_CACHE_DIR=1
+df -h . | awk 'NR == 2 { print "disk: " $4 " free on " $6 }'
 python3 -m venv .venv
 # shellcheck disable=SC1091
 . .venv/bin/activate
