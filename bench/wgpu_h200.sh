@@ -11,6 +11,9 @@
 #                              (f16), and the PyTorch reference (bench/wgpu_torch.py).
 #                              Writes $OUT (or bench/out) wgpu_*.jsonl and logs; prints a
 #                              table last.
+#   bench/wgpu_h200.sh run quick   the GPU tests, then decode and prefill of dory-tiny at
+#                              depth 0 and of the larger model at depths 0 and 4k only
+#                              (a short device call)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -41,7 +44,8 @@ for l in sys.stdin:
     du -sh $carry .gl
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 build|run" >&2; exit 2; }
+[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick]" >&2; exit 2; }
+quick=$([ "${2:-}" = quick ] && echo 1 || echo 0)
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
@@ -68,10 +72,10 @@ fi
 # A device call has a hard time limit: every step has its own timeout, the most important
 # come first, and a step starts only if BUDGET seconds (default 500) are not yet spent.
 budget=${BUDGET:-500}
-room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
+room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2: quick run or time budget spent)"; false; }; }
 
 echo "== GPU tests"
-CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
+CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
 
 large=/tmp/wgpu-large
 echo "== dory bench --backend wgpu"
@@ -90,13 +94,14 @@ floors() {
 }
 floors models/dory-tiny
 run models/dory-tiny exact 0 3 128 45
-run models/dory-tiny o1 4096 2 128 60
+((quick)) || run models/dory-tiny o1 4096 2 128 60
 room 150 "the larger model" && timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
 if [ -f $large/config.json ]; then
-    floors $large
+    ((quick)) || floors $large
     run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
 fi
+((quick)) && budget=0 # the rest is skipped
 if room 60 "the PyTorch reference"; then
     echo "== PyTorch reference"
     timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"

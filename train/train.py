@@ -210,7 +210,8 @@ def main(argv=None) -> dict:
         for p in sorted({1, cfg.passes}):
             log(a, main_proc, benchmark(a, model, fns, batches, amp, p, device))
     log(a, main_proc, {"event": "start", "params": sum(p.numel() for p in model.parameters()),
-                       "world": world, "device": str(device), "tokens_per_step": a.batch * a.seq * world,
+                       "world": world, "backend": dist.get_backend() if world > 1 else None,
+                       "device": str(device), "tokens_per_step": a.batch * a.seq * world,
                        "args": {k: str(v) for k, v in vars(a).items()}})
     window_flops, window_tokens, window_start = 0.0, 0, time.perf_counter()
     first_loss = None

@@ -1,6 +1,7 @@
 // Attention (spec §4, §6's near set) of one row's four query heads of one KV head over one
-// chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of 64
-// keys, the value sum. One workgroup per (chunk, KV head, row). With `direct` (one chunk)
+// chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of 32
+// keys, the value sum. One workgroup per (chunk, KV head, row); in it, eight invocations
+// share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
 // sealed layer, o1.wgsl's combine_sealed).
@@ -35,13 +36,18 @@ var<immediate> p: P;
 @group(0) @binding(5) var<storage, read_write> z: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
+// Keys scored at once: LANES invocations share a key's dot product, so that a short span
+// still keeps the workgroup busy and no invocation walks a whole head alone.
+const LANES: u32 = 8u;
+const TILE: u32 = 32u; // WG / LANES
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 
-var<workgroup> q_sh: array<vec4<f32>, 256>; // [4 heads, d/4]
-var<workgroup> w_sh: array<vec4<f32>, 64>;  // a tile's weights, one vec4 (4 heads) per key
-var<workgroup> s_sh: array<u32, 64>;        // a tile's slots
+var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
+var<workgroup> w_sh: array<vec4<f32>, 32>;    // a tile's weights, one vec4 (4 heads) per key
+var<workgroup> s_sh: array<u32, 32>;          // a tile's slots
+var<workgroup> acc_sh: array<vec4<f32>, 256>; // the key groups' value sums, joined at the end
 
 fn slot_of(j: u32) -> u32 {
     if (j < p.sinks) {
@@ -69,7 +75,7 @@ fn seen(pos: u32) -> Seen {
     return Seen(ns, lo, ns + pos + 1u - lo);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;
@@ -86,64 +92,69 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let sn = seen(pos);
     let start = min(ch * p.per, sn.n);
     let end = min(start + p.per, sn.n);
+    // Scores: key lid / LANES of the tile, dims lane, lane + LANES, … of it.
+    let key = lid / LANES;
+    let lane = lid % LANES;
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
     var m = vec4<f32>(NONE);
     var l = vec4<f32>(0.0);
-    var acc: array<vec4<f32>, 4>; // dims lid + 64t, each over the 4 heads
-    for (var t0 = start; t0 < end; t0 = t0 + WG) {
-        let i = t0 + lid;
+    var acc = vec4<f32>(0.0); // dim, over the 4 heads
+    for (var t0 = start; t0 < end; t0 = t0 + TILE) {
+        let i = t0 + key;
         let valid = i < end;
-        var s = vec4<f32>(NONE);
+        var slot = 0u;
+        var dots = vec4<f32>(0.0);
         if (valid) {
             var j = i;
             if (i >= sn.sinks) {
                 j = sn.lo + i - sn.sinks;
             }
-            let slot = slot_of(j);
-            s_sh[lid] = slot;
+            slot = slot_of(j);
             let kb = (slot * kd + c * d) / 4u;
-            var dots = vec4<f32>(0.0);
-            for (var e = 0u; e < d4; e = e + 1u) {
+            for (var e = lane; e < d4; e = e + LANES) {
                 let k = kc[kb + e];
                 dots += vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
             }
-            s = dots * p.scale;
         }
+        let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
         let top = max(m, seg_max4(s, lid, WG));
         let fix = exp(m - top);
         var e = vec4<f32>(0.0);
         if (valid) {
             e = exp(s - top);
         }
-        w_sh[lid] = e;
-        l = l * fix + seg_sum4(e, lid, WG);
-        m = top;
-        for (var t = 0u; t < 4u; t = t + 1u) {
-            acc[t] = acc[t] * fix;
+        if (lane == 0u) {
+            w_sh[key] = e;
+            s_sh[key] = slot;
         }
-        let count = min(WG, end - t0);
-        for (var jj = 0u; jj < count; jj = jj + 1u) {
-            let wj = w_sh[jj];
-            let vb = s_sh[jj] * kd + c * d;
-            for (var t = 0u; t < 4u; t = t + 1u) {
-                let dim = lid + t * WG;
-                if (dim < d) {
-                    acc[t] += wj * vc[vb + dim];
-                }
+        // Each key counted once in the sum: by its first lane.
+        l = l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
+        m = top;
+        acc = acc * fix;
+        if (group < groups) {
+            let count = min(TILE, end - t0);
+            for (var jj = group; jj < count; jj = jj + groups) {
+                acc += w_sh[jj] * vc[s_sh[jj] * kd + c * d + dim];
             }
         }
         workgroupBarrier();
     }
+    acc_sh[lid] = acc;
+    workgroupBarrier();
+    if (group != 0u) {
+        return;
+    }
+    for (var g = 1u; g < groups; g = g + 1u) {
+        acc += acc_sh[g * d + dim];
+    }
     if (p.direct != 0u) {
-        let width = p.width;
-        for (var t = 0u; t < 4u; t = t + 1u) {
-            let dim = lid + t * WG;
-            if (dim < d) {
-                for (var h = 0u; h < 4u; h = h + 1u) {
-                    let at = (4u * c + h) * d + dim;
-                    let g = qkvg[r * width + qd + 2u * kd + at] * gate_scale[at];
-                    z[r * qd + at] = acc[t][h] / l[h] * sigmoid(g);
-                }
-            }
+        for (var h = 0u; h < 4u; h = h + 1u) {
+            let at = (4u * c + h) * d + dim;
+            let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
+            z[r * qd + at] = acc[h] / l[h] * sigmoid(g);
         }
         return;
     }
@@ -152,10 +163,5 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         part[base] = m;
         part[base + 1u] = l;
     }
-    for (var t = 0u; t < 4u; t = t + 1u) {
-        let dim = lid + t * WG;
-        if (dim < d) {
-            part[base + 2u + dim] = acc[t];
-        }
-    }
+    part[base + 2u + dim] = acc;
 }

@@ -16,9 +16,13 @@ var<immediate> p: P;
 @group(0) @binding(2) var<storage, read> gate_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> z: array<f32>;
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
 
-@compute @workgroup_size(64)
+var<workgroup> acc_sh: array<vec4<f32>, 256>;
+
+// Many chunks (a long span on few rows) are read side by side: the maxima and sums one
+// chunk per invocation, the value sums dims × groups of chunks.
+@compute @workgroup_size(256)
 fn combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let c = wid.x;
     let r = wid.y + p.row0;
@@ -27,24 +31,37 @@ fn combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid
     let qd = 4u * kd;
     let first = (r * p.kv_heads + c) * p.chunks;
     var top = vec4<f32>(-3.0e38);
-    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
         top = max(top, part[(first + ch) * (2u + d)]);
     }
+    top = seg_max4(top, lid, WG);
     var sum = vec4<f32>(0.0);
-    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
         let at = (first + ch) * (2u + d);
         sum += part[at + 1u] * exp(part[at] - top);
     }
-    for (var dim = lid; dim < d; dim = dim + WG) {
-        var acc = vec4<f32>(0.0);
-        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+    sum = seg_sum4(sum, lid, WG);
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
+    var acc = vec4<f32>(0.0);
+    if (group < groups) {
+        for (var ch = group; ch < p.chunks; ch = ch + groups) {
             let at = (first + ch) * (2u + d);
             acc += part[at + 2u + dim] * exp(part[at] - top);
         }
-        for (var h = 0u; h < 4u; h = h + 1u) {
-            let at = (4u * c + h) * d + dim;
-            let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
-            z[r * qd + at] = acc[h] / sum[h] * sigmoid(g);
-        }
+    }
+    acc_sh[lid] = acc;
+    workgroupBarrier();
+    if (group != 0u) {
+        return;
+    }
+    for (var g = 1u; g < groups; g = g + 1u) {
+        acc += acc_sh[g * d + dim];
+    }
+    for (var h = 0u; h < 4u; h = h + 1u) {
+        let at = (4u * c + h) * d + dim;
+        let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
+        z[r * qd + at] = acc[h] / sum[h] * sigmoid(g);
     }
 }
