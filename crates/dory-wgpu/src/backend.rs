@@ -378,6 +378,18 @@ impl Backend for Wgpu {
         swiglu::record(&mut self.rec, &model.layers[layer], &m.store, &gu.store, model.config.ffn, rows);
     }
 
+    fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {
+        if rows > matmul::GEMV_ROWS {
+            self.swiglu(layer, m, gu, rows);
+            self.project(out, Mat::Down(layer), m, rows);
+            return;
+        }
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let l = &model.layers[layer];
+        matmul::record_swiglu(&mut self.rec, &l.down, &gu.store, &out.store, rows, &l.mlp_scales);
+    }
+
     fn residual(&mut self, layer: usize, part: Part, h: &mut GpuBuf, o: &GpuBuf, rows: usize) {
         self.rec.begin_op();
         let model = self.model.clone();

@@ -71,6 +71,8 @@ pub struct Kernels {
     /// [dtype][1 row, 4 rows]
     pub gemv: [[KernelId; 2]; 3],
     pub gemv_scaled: [[KernelId; 2]; 3],
+    /// The down projection with SwiGLU formed on the way in.
+    pub gemv_swiglu: [[KernelId; 2]; 3],
     pub gemm: [KernelId; 3],
     pub gemm_scaled: [KernelId; 3],
     pub embed: [KernelId; 3],
@@ -112,8 +114,19 @@ impl Builder<'_> {
     }
 
     fn add(&mut self, module: &wgpu::ShaderModule, entry: &'static str, constants: &[(&str, f64)]) -> KernelId {
+        self.add_as(module, entry, entry, constants)
+    }
+
+    /// A pipeline of `entry` that profiles and errors call `name`.
+    fn add_as(
+        &mut self,
+        module: &wgpu::ShaderModule,
+        entry: &'static str,
+        name: &'static str,
+        constants: &[(&str, f64)],
+    ) -> KernelId {
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(entry),
+            label: Some(name),
             layout: None,
             module,
             entry_point: Some(entry),
@@ -125,7 +138,7 @@ impl Builder<'_> {
             cache: None,
         });
         let layout = pipeline.get_bind_group_layout(0);
-        self.list.push(Kernel { name: entry, pipeline, layout });
+        self.list.push(Kernel { name, pipeline, layout });
         KernelId((self.list.len() - 1) as u16)
     }
 }
@@ -139,10 +152,13 @@ impl Kernels {
         let gemv_m = b.module("gemv");
         let mut gemv = [[KernelId(0); 2]; 3];
         let mut gemv_scaled = [[KernelId(0); 2]; 3];
+        let mut gemv_swiglu = [[KernelId(0); 2]; 3];
         for (i, &dt) in dtypes.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
                 gemv[i][j] = b.add(&gemv_m, "gemv", &[("DTYPE", dt), ("XROWS", xrows)]);
                 gemv_scaled[i][j] = b.add(&gemv_m, "gemv_scaled", &[("DTYPE", dt), ("XROWS", xrows)]);
+                gemv_swiglu[i][j] =
+                    b.add_as(&gemv_m, "gemv", "gemv_swiglu", &[("DTYPE", dt), ("XROWS", xrows), ("SWIGLU", 1.0)]);
             }
         }
         let gemm_m = b.module("gemm");
@@ -176,6 +192,7 @@ impl Kernels {
             list: b.list,
             gemv,
             gemv_scaled,
+            gemv_swiglu,
             gemm,
             gemm_scaled,
             embed,

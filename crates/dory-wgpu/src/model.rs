@@ -43,8 +43,7 @@ pub struct LayerWeights {
     pub q_scale: Arc<Store>,
     pub gate_scale: Arc<Store>,
     pub attn_alpha: Arc<Store>,
-    pub mlp_gate_scale: Arc<Store>,
-    pub mlp_up_scale: Arc<Store>,
+    pub mlp_scales: Arc<Store>, // [gate_scale | up_scale], 2F
     pub mlp_alpha: Arc<Store>,
 }
 
@@ -123,8 +122,11 @@ impl GpuModel {
                     q_scale: v("attn.q_scale")?,
                     gate_scale: v("attn.gate_scale")?,
                     attn_alpha: v("attn.alpha")?,
-                    mlp_gate_scale: v("mlp.gate_scale")?,
-                    mlp_up_scale: v("mlp.up_scale")?,
+                    mlp_scales: Store::with_data(
+                        d,
+                        bytemuck::cast_slice(&[t("mlp.gate_scale").to_f32(), t("mlp.up_scale").to_f32()].concat()),
+                        &format!("layers.{i}.mlp.gate_scale|up_scale"),
+                    )?,
                     mlp_alpha: v("mlp.alpha")?,
                 })
             })
@@ -138,7 +140,7 @@ impl GpuModel {
     /// Bytes of weights on the device.
     pub fn weight_bytes(&self) -> usize {
         let vectors = |l: &LayerWeights| {
-            [&l.q_scale, &l.gate_scale, &l.attn_alpha, &l.mlp_gate_scale, &l.mlp_up_scale, &l.mlp_alpha]
+            [&l.q_scale, &l.gate_scale, &l.attn_alpha, &l.mlp_scales, &l.mlp_alpha]
                 .iter()
                 .map(|s| s.bytes as usize)
                 .sum::<usize>()

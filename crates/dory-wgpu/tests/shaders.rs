@@ -22,7 +22,11 @@ fn validator(reduce: Reduce) -> Validator {
 /// The pipeline constants each module is built with.
 fn variants(name: &str) -> Vec<Vec<(&'static str, f64)>> {
     match name {
-        "gemv" => [0.0, 1.0, 2.0].iter().flat_map(|&d| [1.0, 4.0].map(|x| vec![("DTYPE", d), ("XROWS", x)])).collect(),
+        "gemv" => [0.0, 1.0, 2.0]
+            .iter()
+            .flat_map(|&d| [1.0, 4.0].map(|x| [0.0, 1.0].map(|s| vec![("DTYPE", d), ("XROWS", x), ("SWIGLU", s)])))
+            .flatten()
+            .collect(),
         "gemm" | "embed" => [0.0, 1.0, 2.0].iter().map(|&d| vec![("DTYPE", d)]).collect(),
         _ => vec![vec![]],
     }
@@ -86,6 +90,7 @@ fn every_kernel_validates_and_translates() {
             }
         }
     }
-    // 11 modules, 16 entry points; gemv in 6 variants and gemm, embed in 3 each.
-    assert_eq!(checked, 2 * (2 * 6 + 2 * 3 + 3 + 11), "every pipeline checked");
+    // 11 modules, 16 entry points; gemv in 12 variants (dtype × rows × SwiGLU) and gemm,
+    // embed in 3 each.
+    assert_eq!(checked, 2 * (2 * 12 + 2 * 3 + 3 + 11), "every pipeline checked");
 }

@@ -130,6 +130,14 @@ pub trait Backend {
     /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale), from `gu` = [rows, F | F].
     fn swiglu(&mut self, layer: usize, m: &mut Self::Buf, gu: &Self::Buf, rows: usize);
 
+    /// out ← down · m with m = SwiGLU(gu), for `rows` rows: the end of the MLP. `m`
+    /// ([rows, F]) is scratch for backends that form SwiGLU apart, as this default does;
+    /// a backend may fuse the two (the wgpu one does for a few rows).
+    fn swiglu_down(&mut self, layer: usize, out: &mut Self::Buf, gu: &Self::Buf, m: &mut Self::Buf, rows: usize) {
+        self.swiglu(layer, m, gu, rows);
+        self.project(out, Mat::Down(layer), m, rows);
+    }
+
     /// The nGPT residual: h ← N(N(h) + alpha ⊙ (N(o) − N(h))).
     fn residual(&mut self, layer: usize, part: Part, h: &mut Self::Buf, o: &Self::Buf, rows: usize);
 

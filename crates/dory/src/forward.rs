@@ -419,8 +419,7 @@ impl<B: Backend> Forward<B> {
             b.project(&mut sc.o, Mat::Out(i), &sc.z, rows);
             b.residual(i, Part::Attn, &mut sc.h, &sc.o, rows);
             b.project(&mut sc.gu, Mat::GateUp(i), &sc.h, rows);
-            b.swiglu(i, &mut sc.m, &sc.gu, rows);
-            b.project(&mut sc.o, Mat::Down(i), &sc.m, rows);
+            b.swiglu_down(i, &mut sc.o, &sc.gu, &mut sc.m, rows);
             b.residual(i, Part::Mlp, &mut sc.h, &sc.o, rows);
         }
     }

@@ -1,10 +1,14 @@
 // out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i]: a projection of one row (XROWS = 1) or
 // up to four (XROWS = 4), bound by reading W once. 32 invocations share each row of W,
 // reading it in 16-byte pieces, four in flight each; a workgroup covers 8 rows of W.
-// `gemv_scaled` also multiplies column j by scale[row0 + j] (the head's scale).
+// `gemv_scaled` also multiplies column j by scale[row0 + j] (the head's scale). With
+// SWIGLU = 1 (the down projection), x is formed on the way in from the gate and up halves
+// of the row bound as x, gu = [rows, k | k], and scale = [gate_scale | up_scale]: x_i =
+// silu(gu_i · gs_i) · (gu_{k+i} · us_i), which spares SwiGLU its own dispatch and pass.
 // W is one part of a matrix (rows row0 … row0 + rows_w − 1), stored as dtype.wgsl says.
 
 override XROWS: u32 = 1u;
+override SWIGLU: u32 = 0u;
 
 struct P {
     k: u32,      // width of a row of x (a multiple of 4)
@@ -21,19 +25,36 @@ var<immediate> p: P;
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read> scale: array<f32>;
+// Every variant binds it (the plain one to x): SWIGLU's branch makes it statically used.
+@group(0) @binding(3) var<storage, read> scale: array<vec4<f32>>;
 
 const LANES: u32 = 32u;
 
 // x[xr0 + r, 8g … 8g + 7], zero past k.
 fn x8(r: u32, g: u32) -> W8 {
     let row = p.xr0 + min(r, p.rows - 1u);
+    let has_hi = 8u * g + 4u < p.k;
+    if (SWIGLU == 1u) {
+        var hi = vec4<f32>(0.0);
+        if (has_hi) {
+            hi = swiglu4(row, 2u * g + 1u);
+        }
+        return W8(swiglu4(row, 2u * g), hi);
+    }
     let at = row * (p.k / 4u) + 2u * g;
     var hi = vec4<f32>(0.0);
-    if (8u * g + 4u < p.k) {
+    if (has_hi) {
         hi = x[at + 1u];
     }
     return W8(x[at], hi);
+}
+
+// SwiGLU of x[row, 4e … 4e + 3], from gu bound as x and the scales as scale.
+fn swiglu4(row: u32, e: u32) -> vec4<f32> {
+    let k4 = p.k / 4u;
+    let a = x[2u * row * k4 + e] * scale[e];
+    let u = x[2u * row * k4 + k4 + e] * scale[k4 + e];
+    return a * (1.0 / (1.0 + exp(-a))) * u;
 }
 
 struct Row {
@@ -86,7 +107,8 @@ fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let row = gemv_row(lid, wid);
     if (row.j < p.rows_w && lid % LANES == 0u) {
-        let s = scale[p.row0 + row.j];
+        let i = p.row0 + row.j;
+        let s = scale[i / 4u][i % 4u];
         for (var r = 0u; r < p.rows; r = r + 1u) {
             out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r] * s;
         }

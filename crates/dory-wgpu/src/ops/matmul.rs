@@ -1,5 +1,6 @@
 //! Projections (`gemv.wgsl` for one to four rows, `gemm.wgsl` for more): out ← x · Wᵀ,
-//! optionally times a per-column scale (the head). One dispatch per part of W.
+//! optionally times a per-column scale (the head), or with SwiGLU formed from x on the way
+//! in (the down projection of a few rows). One dispatch per part of W.
 
 use std::sync::Arc;
 
@@ -36,15 +37,49 @@ pub fn record(
     rows: usize,
     scale: Option<&Arc<Store>>,
 ) {
+    let input = match scale {
+        Some(s) => Input::Scaled(s),
+        None => Input::Plain,
+    };
+    project(rec, w, x, xr0, out, rows, input);
+}
+
+/// out[r, ..n] ← SwiGLU(gu[r]) · Wᵀ for r < rows ≤ GEMV_ROWS, gu = [rows, k | k] and
+/// `scales` = [gate_scale | up_scale]: the down projection without SwiGLU's own pass.
+pub fn record_swiglu(
+    rec: &mut Recorder,
+    w: &Matrix,
+    gu: &Arc<Store>,
+    out: &Arc<Store>,
+    rows: usize,
+    scales: &Arc<Store>,
+) {
+    debug_assert!(rows <= GEMV_ROWS, "the fused SwiGLU is a matrix-vector kernel");
+    project(rec, w, gu, 0, out, rows, Input::Swiglu(scales));
+}
+
+/// What binding 3 holds and which kernels read it.
+enum Input<'a> {
+    Plain,
+    /// A scale per output column.
+    Scaled(&'a Arc<Store>),
+    /// x is gu; the gate and up scales, for SwiGLU on the way in (matrix-vector only).
+    Swiglu(&'a Arc<Store>),
+}
+
+fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
     for part in &w.parts {
-        let mut binds =
-            vec![(0, Bind::Buf(part.store.clone())), (1, Bind::Buf(x.clone())), (2, Bind::Buf(out.clone()))];
-        if let Some(s) = scale {
-            binds.push((3, Bind::Buf(s.clone())));
-        }
+        let binds3 = |third: &Arc<Store>| {
+            vec![
+                (0, Bind::Buf(part.store.clone())),
+                (1, Bind::Buf(x.clone())),
+                (2, Bind::Buf(out.clone())),
+                (3, Bind::Buf(third.clone())),
+            ]
+        };
         let p = |r: usize, n: usize| Params {
             k: w.k as u32,
             g8: w.g8 as u32,
@@ -56,16 +91,25 @@ pub fn record(
             rows: n as u32,
         };
         if rows > GEMV_ROWS {
-            let kernel = if scale.is_some() { kernels.gemm_scaled[dt] } else { kernels.gemm[dt] };
+            let (kernel, binds) = match input {
+                Input::Plain => (kernels.gemm[dt], binds3(x)[..3].to_vec()),
+                Input::Scaled(s) => (kernels.gemm_scaled[dt], binds3(s)),
+                Input::Swiglu(_) => unreachable!("record_swiglu is for at most GEMV_ROWS rows"),
+            };
             rec.dispatch(kernel, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
             continue;
         }
+        // Every matrix-vector variant binds 3 (the plain one to x, which it never reads).
+        let (set, binds) = match input {
+            Input::Plain => (&kernels.gemv, binds3(x)),
+            Input::Scaled(s) => (&kernels.gemv_scaled, binds3(s)),
+            Input::Swiglu(s) => (&kernels.gemv_swiglu, binds3(s)),
+        };
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            let variant = usize::from(n > 1);
-            let kernel = if scale.is_some() { kernels.gemv_scaled[dt][variant] } else { kernels.gemv[dt][variant] };
+            let kernel = set[dt][usize::from(n > 1)];
             rec.dispatch(kernel, &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
             r += n;
         }

@@ -18,12 +18,7 @@ struct Params {
 
 pub fn record(rec: &mut Recorder, l: &LayerWeights, m: &Arc<Store>, gu: &Arc<Store>, f: usize, rows: usize) {
     let kernel = rec.dev().kernels.swiglu;
-    let binds = [
-        (0, Bind::Buf(gu.clone())),
-        (1, Bind::Buf(l.mlp_gate_scale.clone())),
-        (2, Bind::Buf(l.mlp_up_scale.clone())),
-        (3, Bind::Buf(m.clone())),
-    ];
+    let binds = [(0, Bind::Buf(gu.clone())), (1, Bind::Buf(l.mlp_scales.clone())), (2, Bind::Buf(m.clone()))];
     row_batches(rows, |row0, n| {
         let p = Params { f: f as u32, rows: rows as u32, row0 };
         rec.dispatch(kernel, &binds, &p, [groups_for(f, 256), n, 1]);

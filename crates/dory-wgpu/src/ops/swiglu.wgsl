@@ -8,9 +8,8 @@ struct P {
 var<immediate> p: P;
 
 @group(0) @binding(0) var<storage, read> gu: array<f32>;
-@group(0) @binding(1) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(2) var<storage, read> up_scale: array<f32>;
-@group(0) @binding(3) var<storage, read_write> m: array<f32>;
+@group(0) @binding(1) var<storage, read> scales: array<f32>; // [gate_scale | up_scale]
+@group(0) @binding(2) var<storage, read_write> m: array<f32>;
 
 @compute @workgroup_size(256)
 fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -19,6 +18,6 @@ fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (j >= p.f || r >= p.rows) {
         return;
     }
-    let a = gu[r * 2u * p.f + j] * gate_scale[j];
-    m[r * p.f + j] = a * sigmoid(a) * (gu[r * 2u * p.f + p.f + j] * up_scale[j]);
+    let a = gu[r * 2u * p.f + j] * scales[j];
+    m[r * p.f + j] = a * sigmoid(a) * (gu[r * 2u * p.f + p.f + j] * scales[p.f + j]);
 }

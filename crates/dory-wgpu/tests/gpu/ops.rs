@@ -35,6 +35,17 @@ fn projections_and_logits_match_the_cpu() {
                         let what = format!("{} {mat:?} {dtype:?} D {hidden} rows {rows}", dev.describe());
                         check(&what, &gpu.get(&og, rows * n), &cpu.get(&oc, rows * n), OP_BOUND);
                     }
+                    // The down projection with SwiGLU formed on the way in (fused for up to
+                    // GEMV_ROWS rows on the GPU, apart on the CPU and for more rows).
+                    let gu = rand_vec(rows * 2 * ffn, 50 + seed as u64);
+                    let (guc, gug) = (cpu.put(&gu), gpu.put(&gu));
+                    let (mut mc, mut mg) = (cpu.poisoned(rows * ffn), gpu.poisoned(rows * ffn));
+                    let (mut oc, mut og) = (cpu.poisoned(rows * hidden), gpu.poisoned(rows * hidden));
+                    cpu.swiglu_down(0, &mut oc, &guc, &mut mc, rows);
+                    gpu.swiglu_down(0, &mut og, &gug, &mut mg, rows);
+                    let what = format!("{} swiglu_down {dtype:?} D {hidden} rows {rows}", dev.describe());
+                    check(&what, &gpu.get(&og, rows * hidden), &cpu.get(&oc, rows * hidden), OP_BOUND);
+
                     // The head, from a row other than the first.
                     let first = 3;
                     let h = rand_vec((first + rows) * hidden, 100 + seed as u64);
