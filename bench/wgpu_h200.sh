@@ -72,7 +72,7 @@ fi
 # A device call has a hard time limit: every step has its own timeout, the most important
 # come first, and a step starts only if BUDGET seconds (default 500) are not yet spent.
 budget=${BUDGET:-500}
-room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2: quick run or time budget spent)"; false; }; }
+room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
 
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
@@ -101,16 +101,18 @@ if [ -f $large/config.json ]; then
     run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
 fi
-((quick)) && budget=0 # the rest is skipped
-if room 60 "the PyTorch reference"; then
-    echo "== PyTorch reference"
-    timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
-fi
-run models/dory-tiny exact 32768 1 64 80
-if [ -f $large/config.json ]; then
-    run $large o1 32768 1 64 120
-    run $large exact 32768 1 64 120
-    room 60 "the PyTorch reference at 32k" && timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 32768 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
+# A quick run stops here.
+if ((!quick)); then
+    if room 60 "the PyTorch reference"; then
+        echo "== PyTorch reference"
+        timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
+    fi
+    run models/dory-tiny exact 32768 1 64 80
+    if [ -f $large/config.json ]; then
+        run $large o1 32768 1 64 120
+        run $large exact 32768 1 64 120
+        room 60 "the PyTorch reference at 32k" && timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 32768 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
+    fi
 fi
 
 python3 - "$out" <<'PY'

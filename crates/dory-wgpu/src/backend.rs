@@ -380,9 +380,7 @@ impl Backend for Wgpu {
 
     fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {
         if rows > matmul::GEMV_ROWS {
-            self.swiglu(layer, m, gu, rows);
-            self.project(out, Mat::Down(layer), m, rows);
-            return;
+            return dory::backend::swiglu_then_down(self, layer, out, gu, m, rows);
         }
         self.rec.begin_op();
         let model = self.model.clone();

@@ -6,23 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytemuck::{Pod, Zeroable};
-
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
+use crate::ops::copy::Params as CopyParams;
 use crate::ops::MAX_GROUPS;
 use crate::record::{Bind, Recorder, Store};
-
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CopyParams {
-    len: u32,
-    src_at: u32,
-    dst_at: u32,
-    moves_at: u32,
-    moves: u32,
-    span: u32,
-}
 
 fn wait(rec: &mut Recorder, probe: &Arc<Store>) -> dory::Result<()> {
     rec.submit(Some((probe, 4))).map(|_| ())

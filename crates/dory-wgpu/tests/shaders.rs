@@ -22,11 +22,17 @@ fn validator(reduce: Reduce) -> Validator {
 /// The pipeline constants each module is built with.
 fn variants(name: &str) -> Vec<Vec<(&'static str, f64)>> {
     match name {
-        "gemv" => [0.0, 1.0, 2.0]
-            .iter()
-            .flat_map(|&d| [1.0, 4.0].map(|x| [0.0, 1.0].map(|s| vec![("DTYPE", d), ("XROWS", x), ("SWIGLU", s)])))
-            .flatten()
-            .collect(),
+        "gemv" => {
+            let mut all = vec![];
+            for d in [0.0, 1.0, 2.0] {
+                for x in [1.0, 4.0] {
+                    for s in [0.0, 1.0] {
+                        all.push(vec![("DTYPE", d), ("XROWS", x), ("SWIGLU", s)]);
+                    }
+                }
+            }
+            all
+        }
         "gemm" | "embed" => [0.0, 1.0, 2.0].iter().map(|&d| vec![("DTYPE", d)]).collect(),
         _ => vec![vec![]],
     }

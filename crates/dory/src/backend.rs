@@ -134,8 +134,7 @@ pub trait Backend {
     /// ([rows, F]) is scratch for backends that form SwiGLU apart, as this default does;
     /// a backend may fuse the two (the wgpu one does for a few rows).
     fn swiglu_down(&mut self, layer: usize, out: &mut Self::Buf, gu: &Self::Buf, m: &mut Self::Buf, rows: usize) {
-        self.swiglu(layer, m, gu, rows);
-        self.project(out, Mat::Down(layer), m, rows);
+        swiglu_then_down(self, layer, out, gu, m, rows);
     }
 
     /// The nGPT residual: h ← N(N(h) + alpha ⊙ (N(o) − N(h))).
@@ -157,4 +156,18 @@ pub trait Backend {
 
     /// The host's view of `buf[..len]`: waits for every op recorded so far.
     fn read(&mut self, buf: &Self::Buf, len: usize) -> Result<Vec<f32>>;
+}
+
+/// `Backend::swiglu_down` as two ops, SwiGLU into `m` then the down projection: the
+/// default, and what a fusing backend falls back to where it does not fuse.
+pub fn swiglu_then_down<B: Backend + ?Sized>(
+    b: &mut B,
+    layer: usize,
+    out: &mut B::Buf,
+    gu: &B::Buf,
+    m: &mut B::Buf,
+    rows: usize,
+) {
+    b.swiglu(layer, m, gu, rows);
+    b.project(out, Mat::Down(layer), m, rows);
 }

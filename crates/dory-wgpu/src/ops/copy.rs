@@ -9,13 +9,13 @@ use crate::record::{groups_for, Bind, Recorder, Store};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    len: u32,
-    src_at: u32,
-    dst_at: u32,
-    moves_at: u32,
-    moves: u32,
-    span: u32,
+pub(crate) struct Params {
+    pub len: u32,
+    pub src_at: u32,
+    pub dst_at: u32,
+    pub moves_at: u32,
+    pub moves: u32,
+    pub span: u32,
 }
 
 /// dst[dst_at..][..len] ← src[src_at..][..len], in floats.

@@ -71,15 +71,20 @@ fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
+    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads); the
+    // plain matrix-matrix kernel has no binding 3.
+    let (gemm, gemv, third) = match input {
+        Input::Plain => (Some(kernels.gemm[dt]), &kernels.gemv[dt], x),
+        Input::Scaled(s) => (Some(kernels.gemm_scaled[dt]), &kernels.gemv_scaled[dt], s),
+        Input::Swiglu(s) => (None, &kernels.gemv_swiglu[dt], s),
+    };
     for part in &w.parts {
-        let binds3 = |third: &Arc<Store>| {
-            vec![
-                (0, Bind::Buf(part.store.clone())),
-                (1, Bind::Buf(x.clone())),
-                (2, Bind::Buf(out.clone())),
-                (3, Bind::Buf(third.clone())),
-            ]
-        };
+        let mut binds = vec![
+            (0, Bind::Buf(part.store.clone())),
+            (1, Bind::Buf(x.clone())),
+            (2, Bind::Buf(out.clone())),
+            (3, Bind::Buf(third.clone())),
+        ];
         let p = |r: usize, n: usize| Params {
             k: w.k as u32,
             g8: w.g8 as u32,
@@ -91,26 +96,18 @@ fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc
             rows: n as u32,
         };
         if rows > GEMV_ROWS {
-            let (kernel, binds) = match input {
-                Input::Plain => (kernels.gemm[dt], binds3(x)[..3].to_vec()),
-                Input::Scaled(s) => (kernels.gemm_scaled[dt], binds3(s)),
-                Input::Swiglu(_) => unreachable!("record_swiglu is for at most GEMV_ROWS rows"),
-            };
+            let kernel = gemm.expect("record_swiglu is for at most GEMV_ROWS rows");
+            if matches!(input, Input::Plain) {
+                binds.truncate(3);
+            }
             rec.dispatch(kernel, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
             continue;
         }
-        // Every matrix-vector variant binds 3 (the plain one to x, which it never reads).
-        let (set, binds) = match input {
-            Input::Plain => (&kernels.gemv, binds3(x)),
-            Input::Scaled(s) => (&kernels.gemv_scaled, binds3(s)),
-            Input::Swiglu(s) => (&kernels.gemv_swiglu, binds3(s)),
-        };
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            let kernel = set[dt][usize::from(n > 1)];
-            rec.dispatch(kernel, &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
+            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
             r += n;
         }
     }
