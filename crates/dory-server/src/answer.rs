@@ -85,18 +85,14 @@ pub fn stream_completion(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta
         Event::Token { id, passes, text } => {
             vec![data(&chunk(vec![choice(text, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
         }
-        Event::Done(s) => {
-            let last = chunk(
+        Event::Done(s) => closing(
+            &chunk(
                 vec![choice(String::new(), Some(finish_reason(s.finish)))],
                 None,
                 Some(Dory::Summary(app.summary(&s))),
-            );
-            let mut out = vec![data(&last)];
-            if include_usage {
-                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
-            }
-            out
-        }
+            ),
+            include_usage.then(|| chunk(vec![], Some(usage(&s)), None)).as_ref(),
+        ),
         Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
     })
 }
@@ -125,20 +121,21 @@ pub fn stream_chat(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, incl
             let delta = Delta { role: None, content: Some(text) };
             vec![data(&chunk(vec![choice(delta, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
         }
-        Event::Done(s) => {
-            let last = chunk(
+        Event::Done(s) => closing(
+            &chunk(
                 vec![choice(Delta::default(), Some(finish_reason(s.finish)))],
                 None,
                 Some(Dory::Summary(app.summary(&s))),
-            );
-            let mut out = vec![data(&last)];
-            if include_usage {
-                out.push(data(&chunk(vec![], Some(usage(&s)), None)));
-            }
-            out
-        }
+            ),
+            include_usage.then(|| chunk(vec![], Some(usage(&s)), None)).as_ref(),
+        ),
         Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
     })
+}
+
+/// What ends a stream: the last chunk, then the usage chunk when the client asked for it.
+fn closing<C: Serialize>(last: &C, usage: Option<&C>) -> Vec<String> {
+    std::iter::once(last).chain(usage).map(data).collect()
 }
 
 fn data(v: &impl Serialize) -> String {
