@@ -1,12 +1,13 @@
-"""The PyTorch reference for issue 5's decode benchmark: one Dory decoding step (spec §4,
-exact attention, all passes, no early exit) written for speed on a CUDA GPU, timed eager
-and replayed as a CUDA graph. Weights are random (speed does not depend on them) in the
+"""The PyTorch reference for the GPU decode benchmark: one Dory decoding step (spec §4,
+exact attention, all passes, no early exit) written for speed on a CUDA GPU, timed eager,
+replayed as a CUDA graph, and with each layer compiled by torch.compile (Triton kernels
+fused by inductor) inside the replayed CUDA graph: PyTorch's best. Weights are random (speed does not depend on them) in the
 model file's dtype for the projections (f16), f32 elsewhere; caches are f32, as the
 engine keeps them. Static shapes: the full layer attends over a cache of depth + the
 decoded tokens, masked, so that one captured graph serves every step.
 
 Usage: python3 bench/wgpu_torch.py CONFIG.json --depth N [--tokens T] [--dtype f16]
-Prints one JSON object per mode (eager, cuda_graph) with decode tokens/s.
+Prints one JSON object per mode (eager, cuda_graph, compile_graph) with decode tokens/s.
 """
 
 import argparse
@@ -61,50 +62,55 @@ class Step:
         self.ring_pos = torch.arange(self.W, device=device)
         self.dtype = dtype
 
-    def rope(self, x, pos):
-        # index_select, not indexing by a tensor: no host sync, so a CUDA graph can hold it.
-        c, s = self.cos.index_select(0, pos.view(1))[0], self.sin.index_select(0, pos.view(1))[0]
-        a, b = x[..., : self.d // 2], x[..., self.d // 2:]
-        return torch.cat((a * c - b * s, b * c + a * s), -1)
-
-    def attend(self, L, h, pos):
-        H, K, d = self.H, self.K, self.d
-        y = torch.nn.functional.linear(h.to(self.dtype), L["qkvg"]).float()
-        q, k, v, yg = y.split((H * d, K * d, K * d, H * d))
-        q = norm(self.rope(q.view(H, d), pos), self.eps) * L["q_scale"].view(H, d)
-        k = norm(self.rope(k.view(K, d), pos), self.eps)
+    def where(self, L, pos):
+        """The cache slot of pos and the mask of the slots it sees."""
         if L["kind"] == "sliding":
-            slot = pos % self.W
             # Ring slot j holds the position ≡ j (mod W) at or before pos.
             seen = pos - (pos - self.ring_pos) % self.W
-            mask = seen >= 0
-        else:
-            slot = pos
-            mask = self.slot_pos <= pos
-        L["k"].index_copy_(0, slot.view(1), k.view(1, K, d))
-        L["v"].index_copy_(0, slot.view(1), v.view(1, K, d))
-        qg = q.view(K, 4, d)
-        s = torch.einsum("cad,ncd->can", qg, L["k"]) * self.scale
+            return pos % self.W, seen >= 0
+        return pos, self.slot_pos <= pos
+
+    def layer(self, h, cos, sin, slot, mask, qkvg, out, gate_up, down, q_scale, gate_scale, attn_alpha,
+              mlp_gate_scale, mlp_up_scale, mlp_alpha, kc, vc):
+        """One layer (§4) as a function of tensors only, so that torch.compile reuses one
+        compiled graph for every layer of a kind."""
+        H, K, d, eps = self.H, self.K, self.d, self.eps
+
+        def rope(x):
+            a, b = x[..., : d // 2], x[..., d // 2:]
+            return torch.cat((a * cos - b * sin, b * cos + a * sin), -1)
+
+        def residual(h, o, alpha):
+            nh = norm(h, eps)
+            return norm(nh + alpha * (norm(o, eps) - nh), eps)
+
+        y = torch.nn.functional.linear(h.to(self.dtype), qkvg).float()
+        q, k, v, yg = y.split((H * d, K * d, K * d, H * d))
+        q = norm(rope(q.view(H, d)), eps) * q_scale.view(H, d)
+        k = norm(rope(k.view(K, d)), eps)
+        kc.index_copy_(0, slot.view(1), k.view(1, K, d))
+        vc.index_copy_(0, slot.view(1), v.view(1, K, d))
+        s = torch.einsum("cad,ncd->can", q.view(K, 4, d), kc) * self.scale
         s = s.masked_fill(~mask, float("-inf"))
-        z = torch.einsum("can,ncd->cad", s.softmax(-1), L["v"]).reshape(H * d)
-        z = z * torch.sigmoid(yg * L["gate_scale"])
-        return torch.nn.functional.linear(z.to(self.dtype), L["out"]).float()
+        z = torch.einsum("can,ncd->cad", s.softmax(-1), vc).reshape(H * d)
+        z = z * torch.sigmoid(yg * gate_scale)
+        h = residual(h, torch.nn.functional.linear(z.to(self.dtype), out).float(), attn_alpha)
+        gu = torch.nn.functional.linear(h.to(self.dtype), gate_up).float()
+        gg, u = gu.split(self.F)
+        m = torch.nn.functional.silu(gg * mlp_gate_scale) * (u * mlp_up_scale)
+        return residual(h, torch.nn.functional.linear(m.to(self.dtype), down).float(), mlp_alpha)
 
-    def residual(self, h, o, alpha):
-        nh = norm(h, self.eps)
-        return norm(nh + alpha * (norm(o, self.eps) - nh), self.eps)
-
-    def __call__(self, tok, pos):
+    def __call__(self, tok, pos, layer=None):
+        layer = layer or self.layer
         x = self.embed.index_select(0, tok.view(1))[0].float()
         h = norm(x + x, self.eps)
+        # index_select, not indexing by a tensor: no host sync, so a CUDA graph can hold it.
+        cos, sin = self.cos.index_select(0, pos.view(1))[0], self.sin.index_select(0, pos.view(1))[0]
+        keys = ("qkvg", "out", "gate_up", "down", "q_scale", "gate_scale", "attn_alpha", "mlp_gate_scale",
+                "mlp_up_scale", "mlp_alpha", "k", "v")
         for k in range(self.P):
             for L in self.layers:
-                h = self.residual(h, self.attend(L, h, pos), L["attn_alpha"])
-                gu = torch.nn.functional.linear(h.to(self.dtype), L["gate_up"]).float()
-                gg, u = gu.split(self.F)
-                a = gg * L["mlp_gate_scale"]
-                m = torch.nn.functional.silu(a) * (u * L["mlp_up_scale"])
-                h = self.residual(h, torch.nn.functional.linear(m.to(self.dtype), L["down"]).float(), L["mlp_alpha"])
+                h = layer(h, cos, sin, *self.where(L, pos), *(L[n] for n in keys))
             h = norm(norm(h, self.eps) + x, self.eps) if k + 1 < self.P else norm(h, self.eps)
         return torch.nn.functional.linear(h.to(self.dtype), self.head).float() * self.head_scale
 
@@ -143,27 +149,34 @@ def main():
                           "tg_tokens_per_s": eager}), flush=True)
         if dev.type != "cuda":
             return
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                out = step(tok, pos)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = step(tok, pos)
-        for _ in range(20):
-            graph.replay()
-        torch.cuda.synchronize()
-        t0 = time.time()
-        for i in range(a.tokens):
-            pos.fill_(a.depth + i)
-            graph.replay()
-            # The host needs the logits of each step to sample the next token.
-            out.argmax().item()
-        graphed = a.tokens / (time.time() - t0)
-        print(json.dumps({"torch": torch.__version__, "mode": "cuda_graph", "depth": a.depth, "dtype": a.dtype,
-                          "tg_tokens_per_s": graphed}), flush=True)
+        for mode, layer in (("cuda_graph", None), ("compile_graph", torch.compile(step.layer, dynamic=False))):
+            rate = graphed(step, tok, pos, a.depth, a.tokens, layer)
+            print(json.dumps({"torch": torch.__version__, "mode": mode, "depth": a.depth, "dtype": a.dtype,
+                              "tg_tokens_per_s": rate}), flush=True)
+
+
+def graphed(step, tok, pos, depth, tokens, layer):
+    """Decode tokens/s with one step captured as a CUDA graph and replayed."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            out = step(tok, pos, layer)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step(tok, pos, layer)
+    t0 = time.time()
+    while time.time() - t0 < 0.5:
+        graph.replay()
+    torch.cuda.synchronize()
+    t0 = time.time()
+    for i in range(tokens):
+        pos.fill_(depth + i)
+        graph.replay()
+        # The host needs the logits of each step to sample the next token.
+        out.argmax().item()
+    return tokens / (time.time() - t0)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use dory::backend::{Backend, Mat, Mix, Part};
+use dory::backend::{Backend, Layer, Mat, Mix, Part};
 use dory::cache::{Keys, Near, Rows};
 use dory::nystrom::{Exported, Landmarks};
 
 use crate::error::gpu_err;
-use crate::model::{GpuModel, Matrix};
-use crate::ops::attend::{self, AttendBufs, Slots};
+use crate::model::GpuModel;
+use crate::ops::attend::{self, Attend, AttendBufs, Prep, Slots};
+use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
 
@@ -18,6 +19,9 @@ use crate::record::{Recorder, Store};
 pub struct GpuBuf {
     pub(crate) store: Arc<Store>,
     len: usize,
+    /// A second buffer of the same size that a fused residual writes the new hidden state
+    /// into while its projection still reads the old one; the two then trade places.
+    twin: Option<Arc<Store>>,
 }
 
 impl GpuBuf {
@@ -56,8 +60,6 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
-    /// Bound where a kernel's optional buffer is absent.
-    none: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
 }
@@ -67,9 +69,8 @@ impl Wgpu {
         let dev = &model.dev;
         Ok(Wgpu {
             model: model.clone(),
-            rec: Recorder::new(dev.clone()),
+            rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
-            none: Store::new(dev, 16, "unused")?,
             rope: None,
         })
     }
@@ -81,7 +82,7 @@ impl Wgpu {
     /// A buffer holding `data` (tests fill inputs this way).
     pub fn upload(&mut self, data: &[f32]) -> dory::Result<GpuBuf> {
         let store = Store::with_data(&self.model.dev, bytemuck::cast_slice(data), "upload")?;
-        Ok(GpuBuf { store, len: data.len() })
+        Ok(GpuBuf { store, len: data.len(), twin: None })
     }
 
     /// Dispatches recorded since this backend was made.
@@ -91,18 +92,10 @@ impl Wgpu {
 
     /// Waits for everything recorded (for timing).
     pub fn finish(&mut self) -> dory::Result<()> {
-        self.rec.submit(Some((&self.none, 4))).map(|_| ())
+        let none = self.rec.none().clone();
+        self.rec.submit(Some((&none, 4))).map(|_| ())
     }
 
-    fn matrix(&self, mat: Mat) -> &Matrix {
-        let l = &self.model.layers;
-        match mat {
-            Mat::Qkvg(i) => &l[i].qkvg,
-            Mat::Out(i) => &l[i].out,
-            Mat::GateUp(i) => &l[i].gate_up,
-            Mat::Down(i) => &l[i].down,
-        }
-    }
 
     /// The step's RoPE table in this submission's uploads, once for all layers.
     fn upload_rope(&mut self, table: &[f32]) -> u32 {
@@ -158,7 +151,7 @@ impl Backend for Wgpu {
     }
 
     fn alloc(&mut self, len: usize) -> dory::Result<GpuBuf> {
-        Ok(GpuBuf { store: Store::new(&self.model.dev, 4 * len as u64, "scratch")?, len })
+        Ok(GpuBuf { store: Store::new(&self.model.dev, 4 * len as u64, "scratch")?, len, twin: None })
     }
 
     fn cache(&mut self, _layer: usize) -> dory::Result<GpuCache> {
@@ -220,21 +213,42 @@ impl Backend for Wgpu {
     fn project(&mut self, out: &mut GpuBuf, mat: Mat, x: &GpuBuf, rows: usize) {
         self.rec.begin_op();
         let model = self.model.clone();
-        let w = match mat {
-            Mat::Qkvg(i) => &model.layers[i].qkvg,
-            Mat::Out(i) => &model.layers[i].out,
-            Mat::GateUp(i) => &model.layers[i].gate_up,
-            Mat::Down(i) => &model.layers[i].down,
-        };
-        debug_assert!(std::ptr::eq(w, self.matrix(mat)));
-        matmul::record(&mut self.rec, w, &x.store, 0, &out.store, rows, None);
+        matmul::record(&mut self.rec, model.matrix(mat), &x.store, 0, &out.store, rows, Input::Plain);
     }
 
-    fn prep(
+    fn residual_project(
         &mut self,
-        layer: usize,
-        cache: &mut GpuCache,
-        keys: &Keys,
+        (layer, part): (usize, Part),
+        h: &mut GpuBuf,
+        o: &GpuBuf,
+        mat: Mat,
+        out: &mut GpuBuf,
+        rows: usize,
+    ) {
+        let model = self.model.clone();
+        let w = model.matrix(mat);
+        if h.twin.is_none() {
+            match Store::new(&model.dev, h.store.bytes, "hidden state") {
+                Ok(s) => h.twin = Some(s),
+                Err(e) => return self.rec.fail(e),
+            }
+        }
+        let twin = h.twin.clone().expect("made above");
+        let alpha = model.layers[layer].alpha(part);
+        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
+        if !matmul::fuses(&self.rec, w, rows, input) {
+            self.residual(layer, part, h, o, rows);
+            return self.project(out, mat, h, rows);
+        }
+        self.rec.begin_op();
+        matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
+        h.twin = Some(std::mem::replace(&mut h.store, twin));
+    }
+
+    fn attend(
+        &mut self,
+        layer: &mut Layer<GpuCache>,
+        z: &mut GpuBuf,
         q: &mut GpuBuf,
         qkvg: &GpuBuf,
         at: Rows,
@@ -242,45 +256,28 @@ impl Backend for Wgpu {
     ) {
         self.rec.begin_op();
         let rope_at = rope.map(|t| self.upload_rope(t));
-        let sample = match keys {
-            Keys::Full { sample: Some(s) } => *s,
+        let sample = match layer.keys {
+            Keys::Full { sample: Some(s) } => s,
             _ => 0,
         };
-        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
-            self.rec.fail(gpu_err("prep before the cache was laid out"));
-            return;
-        };
-        let model = self.model.clone();
-        let bufs = prep::PrepBufs {
-            qkvg: &qkvg.store,
-            q_scale: &model.layers[layer].q_scale,
-            q: &q.store,
-            k,
-            v,
-            qs: cache.q.as_ref().unwrap_or(&self.none),
-        };
-        prep::record(&mut self.rec, &model.config, bufs, Slots::of(keys), at, rope_at, sample);
-    }
-
-    fn attend(
-        &mut self,
-        layer: usize,
-        cache: &GpuCache,
-        keys: &Keys,
-        z: &mut GpuBuf,
-        q: &GpuBuf,
-        qkvg: &GpuBuf,
-        at: Rows,
-    ) {
-        self.rec.begin_op();
         let model = self.model.clone();
         let c = &model.config;
+        let weights = &model.layers[layer.index];
+        let cache = &layer.cache;
         let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
-            self.rec.fail(gpu_err("attend before the cache was laid out"));
-            return;
+            return self.rec.fail(gpu_err("attend before the cache was laid out"));
         };
+        let none = self.rec.none().clone();
+        let qs = cache.q.as_ref().unwrap_or(&none);
+        let slots = Slots::of(&layer.keys);
+        // A single row is prepared by attend itself.
+        let prep = Prep { rope_at, sample };
+        if at.rows > 1 {
+            let bufs = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
+            prep::record(&mut self.rec, c, bufs, slots, at, prep);
+        }
         // Rows see more positions the later they come: the last row sees the most.
-        let most = keys.visible(at.end() - 1).size_hint().0;
+        let most = layer.keys.visible(at.end() - 1).size_hint().0;
         let split = attend::split(most, at.rows, c.kv_heads);
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
         if (self.part.bytes as usize) < 4 * need {
@@ -289,24 +286,29 @@ impl Backend for Wgpu {
                 Err(e) => return self.rec.fail(e),
             }
         }
-        let gate_scale = &model.layers[layer].gate_scale;
-        let bufs = AttendBufs { q: &q.store, k, v, qkvg: &qkvg.store, gate_scale, z: &z.store, part: &self.part };
-        let slots = Slots::of(keys);
-        match (keys, &cache.landmarks) {
-            (Keys::Sealed(near), Some(lm)) => {
-                attend::record(&mut self.rec, c, &bufs, slots, at, split, false);
-                let far = !near.far(at.pos0).is_empty();
-                let b = o1::SealedBufs {
-                    lm: &lm.store,
-                    part: &self.part,
-                    q: &q.store,
-                    qkvg: &qkvg.store,
-                    gate_scale,
-                    z: &z.store,
-                };
-                o1::combine(&mut self.rec, c, &b, lm.m, lm.rect, split.chunks, far);
-            }
-            _ => attend::record(&mut self.rec, c, &bufs, slots, at, split, true),
+        let gate_scale = &weights.gate_scale;
+        let bufs = AttendBufs {
+            q: &q.store,
+            k,
+            v,
+            qkvg: &qkvg.store,
+            gate_scale,
+            z: &z.store,
+            part: &self.part,
+            q_scale: &weights.q_scale,
+            qs,
+        };
+        let sealed = match (&layer.keys, &cache.landmarks) {
+            (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
+            _ => None,
+        };
+        let prep = (at.rows == 1).then_some(prep);
+        let a = Attend { slots, at, split, join: sealed.is_none(), prep };
+        attend::record(&mut self.rec, c, &bufs, a);
+        if let Some((near, lm)) = sealed {
+            let far = !near.far(at.pos0).is_empty();
+            let b = o1::SealedBufs { lm: &lm.store, part: &self.part, q: &q.store, qkvg: &qkvg.store, gate_scale, z: &z.store };
+            o1::combine(&mut self.rec, c, &b, lm.m, lm.rect, split.chunks, far);
         }
     }
 
@@ -379,30 +381,27 @@ impl Backend for Wgpu {
     }
 
     fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {
-        if rows > matmul::GEMV_ROWS {
+        let model = self.model.clone();
+        let l = &model.layers[layer];
+        let input = Input::Swiglu(&l.mlp_scales);
+        if !matmul::fuses(&self.rec, &l.down, rows, input) {
             return dory::backend::swiglu_then_down(self, layer, out, gu, m, rows);
         }
         self.rec.begin_op();
-        let model = self.model.clone();
-        let l = &model.layers[layer];
-        matmul::record_swiglu(&mut self.rec, &l.down, &gu.store, &out.store, rows, &l.mlp_scales);
+        matmul::record(&mut self.rec, &l.down, &gu.store, 0, &out.store, rows, input);
     }
 
     fn residual(&mut self, layer: usize, part: Part, h: &mut GpuBuf, o: &GpuBuf, rows: usize) {
         self.rec.begin_op();
         let model = self.model.clone();
         let l = &model.layers[layer];
-        let alpha = match part {
-            Part::Attn => &l.attn_alpha,
-            Part::Mlp => &l.mlp_alpha,
-        };
-        residual::record(&mut self.rec, &h.store, &o.store, alpha, model.config.hidden, model.config.eps, rows);
+        residual::record(&mut self.rec, &h.store, &o.store, l.alpha(part), model.config.hidden, model.config.eps, rows);
     }
 
     fn logits(&mut self, out: &mut GpuBuf, h: &GpuBuf, first: usize, rows: usize) {
         self.rec.begin_op();
         let model = self.model.clone();
-        matmul::record(&mut self.rec, &model.head, &h.store, first, &out.store, rows, Some(&model.head_scale));
+        matmul::record(&mut self.rec, &model.head, &h.store, first, &out.store, rows, Input::Scaled(&model.head_scale));
     }
 
     fn copy_rows(&mut self, dst: &mut GpuBuf, dst_row: usize, src: &GpuBuf, src_row: usize, rows: usize, width: usize) {

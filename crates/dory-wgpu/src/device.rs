@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::gpu_err;
-use crate::kernels::{Kernels, Reduce};
+use crate::kernels::{Kernels, Options, Reduce};
 
 /// Which adapters may run the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,12 @@ pub struct Caps {
     pub max_buffer: u64,
     /// Timestamps inside compute passes were asked for and granted (`profile`).
     pub timestamps: bool,
+    /// Timestamps at the start and end of a pass (`Recorder::timed`).
+    pub pass_timestamps: bool,
+    /// f16 cooperative matrices (tensor cores) for the GEMM: the adapter offers 16 × 16 × 16
+    /// f16 products accumulated in f32, and subgroups of exactly 32.
+    pub coop: bool,
+    pub workgroup_bytes: u32,
 }
 
 pub struct GpuDevice {
@@ -112,6 +118,14 @@ impl GpuDevice {
         if subgroups {
             required |= wgpu::Features::SUBGROUP;
         }
+        let coop = offers_coop(&adapter) && reduce != Some(Reduce::Shared);
+        if coop {
+            required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
+        let pass_timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        if pass_timestamps {
+            required |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let stamps = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         let timestamps = crate::profile::enabled() && features.contains(stamps);
         if timestamps {
@@ -121,7 +135,15 @@ impl GpuDevice {
             label: Some("dory"),
             required_features: required,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            // Cooperative matrices are an experimental feature in wgpu 30: asked for only
+            // where the adapter offers them (the shader test translates that kernel).
+            experimental_features: if coop {
+                // SAFETY: wgpu's experimental features may have bugs; the GEMM that uses
+                // them is tested against the CPU on the adapters that offer them.
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            },
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -134,15 +156,28 @@ impl GpuDevice {
             None if subgroups && subgroups_are_runs(&device, &queue)? => Reduce::Subgroup,
             None => Reduce::Shared,
         };
-        let kernels = Kernels::new(&device, reduce)?;
+        let coop = coop && reduce == Reduce::Subgroup;
+        let workgroup_bytes = limits.max_compute_workgroup_storage_size;
+        let kernels = Kernels::new(&device, Options::new(reduce, coop, workgroup_bytes))?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
             max_binding: limits.max_storage_buffer_binding_size & !15,
             max_buffer: limits.max_buffer_size,
             timestamps,
+            pass_timestamps,
+            coop,
+            workgroup_bytes,
         };
         Ok(GpuDevice { device, queue, info, caps, kernels })
+    }
+
+    /// The same device with its kernels built under other options (benchmarks compare
+    /// kernel shapes this way).
+    pub fn with_options(&self, options: Options) -> dory::Result<GpuDevice> {
+        let kernels = Kernels::new(&self.device, options)?;
+        let caps = Caps { coop: options.coop, ..self.caps.clone() };
+        Ok(GpuDevice { device: self.device.clone(), queue: self.queue.clone(), info: self.info.clone(), caps, kernels })
     }
 
     /// The adapter in words: name, API, kind and reductions.
@@ -152,8 +187,24 @@ impl GpuDevice {
             (Reduce::Subgroup, Some((lo, hi))) => format!("subgroups of {lo}–{hi}"),
             _ => "workgroup-memory reductions".to_string(),
         };
-        format!("{} ({:?}, {:?}, {reduce})", self.info.name, self.info.backend, self.info.device_type)
+        let coop = if self.caps.coop { ", f16 tensor cores" } else { "" };
+        format!("{} ({:?}, {:?}, {reduce}{coop})", self.info.name, self.info.backend, self.info.device_type)
     }
+}
+
+/// Whether the GEMM can run on `adapter`'s cooperative matrices: f16 × f16 → f32 at
+/// 16 × 16 × 16, subgroups of exactly 32 (the kernel's layout), not switched off by
+/// DORY_WGPU_COOP=0.
+fn offers_coop(adapter: &wgpu::Adapter) -> bool {
+    use wgpu::CooperativeScalarType as T;
+    let info = adapter.get_info();
+    let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
+    adapter.features().contains(wanted)
+        && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
+        && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
+        && adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32
+        })
 }
 
 /// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of

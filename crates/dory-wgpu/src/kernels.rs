@@ -18,25 +18,30 @@ pub enum Reduce {
     Shared,
 }
 
-/// One WGSL module: an op's file and whether it reads stored weights (`ops/dtype.wgsl`).
+#[derive(Debug)]
+/// One WGSL module: an op's file, whether it reads stored weights (`ops/dtype.wgsl`), and
+/// whether it runs on cooperative matrices (adapters with f16 tensor cores only).
 pub struct Module {
     pub name: &'static str,
     pub source: &'static str,
     pub weights: bool,
+    pub coop: bool,
 }
 
 pub const MODULES: &[Module] = &[
-    Module { name: "gemv", source: include_str!("ops/gemv.wgsl"), weights: true },
-    Module { name: "gemm", source: include_str!("ops/gemm.wgsl"), weights: true },
-    Module { name: "embed", source: include_str!("ops/embed.wgsl"), weights: true },
-    Module { name: "mix", source: include_str!("ops/mix.wgsl"), weights: false },
-    Module { name: "residual", source: include_str!("ops/residual.wgsl"), weights: false },
-    Module { name: "swiglu", source: include_str!("ops/swiglu.wgsl"), weights: false },
-    Module { name: "copy", source: include_str!("ops/copy.wgsl"), weights: false },
-    Module { name: "prep", source: include_str!("ops/prep.wgsl"), weights: false },
-    Module { name: "attend", source: include_str!("ops/attend.wgsl"), weights: false },
-    Module { name: "combine", source: include_str!("ops/combine.wgsl"), weights: false },
-    Module { name: "o1", source: include_str!("ops/o1.wgsl"), weights: false },
+    Module { name: "gemv", source: include_str!("ops/gemv.wgsl"), weights: true, coop: false },
+    Module { name: "gemv1", source: include_str!("ops/gemv1.wgsl"), weights: true, coop: false },
+    Module { name: "gemm", source: include_str!("ops/gemm.wgsl"), weights: true, coop: false },
+    Module { name: "gemm_coop", source: include_str!("ops/gemm_coop.wgsl"), weights: true, coop: true },
+    Module { name: "embed", source: include_str!("ops/embed.wgsl"), weights: true, coop: false },
+    Module { name: "mix", source: include_str!("ops/mix.wgsl"), weights: false, coop: false },
+    Module { name: "residual", source: include_str!("ops/residual.wgsl"), weights: false, coop: false },
+    Module { name: "swiglu", source: include_str!("ops/swiglu.wgsl"), weights: false, coop: false },
+    Module { name: "copy", source: include_str!("ops/copy.wgsl"), weights: false, coop: false },
+    Module { name: "prep", source: include_str!("ops/prep.wgsl"), weights: false, coop: false },
+    Module { name: "attend", source: include_str!("ops/attend.wgsl"), weights: false, coop: false },
+    Module { name: "combine", source: include_str!("ops/combine.wgsl"), weights: false, coop: false },
+    Module { name: "o1", source: include_str!("ops/o1.wgsl"), weights: false, coop: false },
 ];
 
 /// The text of `module` over the reduction library `reduce`.
@@ -45,13 +50,26 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
         Reduce::Subgroup => include_str!("ops/reduce_subgroup.wgsl"),
         Reduce::Shared => include_str!("ops/reduce_shared.wgsl"),
     };
-    let mut text = String::from(lib);
+    // WGSL wants its `enable` directives before anything else.
+    let (enables, body): (Vec<&str>, Vec<&str>) = module.source.lines().partition(|l| l.starts_with("enable "));
+    let mut text: String = enables.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str(lib);
     text.push_str(include_str!("ops/reduce.wgsl"));
     if module.weights {
         text.push_str(include_str!("ops/dtype.wgsl"));
     }
-    text.push_str(module.source);
+    text.push_str(&body.join("\n"));
     text
+}
+
+/// One pipeline before any device: a module's entry point with its pipeline constants.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub module: &'static Module,
+    pub entry: &'static str,
+    /// What profiles and errors call it.
+    pub name: &'static str,
+    pub constants: Vec<(&'static str, f64)>,
 }
 
 /// A pipeline and the layout of its one bind group.
@@ -61,20 +79,62 @@ pub struct Kernel {
     pub layout: wgpu::BindGroupLayout,
 }
 
-/// Index of a kernel in `Kernels::list`.
+/// Index of a kernel in `Kernels::specs` and `Kernels::list`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelId(pub u16);
 
-/// Every pipeline the ops use. Weight-reading kernels come in one variant per dtype.
+/// The shape of the single-row projection (`gemv1.wgsl`): rows of W per 32 invocations,
+/// pieces of a row in flight per invocation, and the vec4s of x a workgroup holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gemv1 {
+    pub rw: u32,
+    pub unroll: u32,
+    pub xs: u32,
+}
+
+/// What decides which kernels exist and how they are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub reduce: Reduce,
+    /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
+    pub coop: bool,
+    pub gemv1: Gemv1,
+    /// The cooperative GEMM's subgroups per workgroup (rows × columns) and whether x is
+    /// split into two f16 parts.
+    pub coop_tile: (u32, u32),
+    pub coop_split: u32,
+}
+
+impl Options {
+    /// The defaults for a device with these reductions and, when `coop`, tensor cores;
+    /// `workgroup_bytes` is its limit on workgroup memory.
+    pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
+        // x in workgroup memory: up to 8192 floats, less where the device allows less
+        // (the reductions take 1 KiB).
+        let xs = 2048.min(workgroup_bytes.saturating_sub(1024) / 16);
+        Options { reduce, coop, gemv1: Gemv1 { rw: 2, unroll: 2, xs }, coop_tile: (2, 2), coop_split: 2 }
+    }
+}
+
+/// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
+/// one variant per dtype (indexed by `dtype_index`).
 pub struct Kernels {
+    pub options: Options,
+    pub specs: Vec<Spec>,
+    /// The built pipelines, one per spec (empty in a plan).
     pub list: Vec<Kernel>,
     /// [dtype][1 row, 4 rows]
     pub gemv: [[KernelId; 2]; 3],
     pub gemv_scaled: [[KernelId; 2]; 3],
     /// The down projection with SwiGLU formed on the way in.
     pub gemv_swiglu: [[KernelId; 2]; 3],
+    /// One row: [dtype][prologue: none, residual, SwiGLU].
+    pub gemv1: [[KernelId; 3]; 3],
+    pub gemv1_scaled: [KernelId; 3],
     pub gemm: [KernelId; 3],
     pub gemm_scaled: [KernelId; 3],
+    /// [f16, bf16][plain, scaled], where the device has tensor cores.
+    pub gemm_coop: Option<[[KernelId; 2]; 2]>,
     pub embed: [KernelId; 3],
     pub mix: KernelId,
     pub residual: KernelId,
@@ -98,119 +158,136 @@ pub fn dtype_index(d: DType) -> usize {
     }
 }
 
-struct Builder<'a> {
-    device: &'a wgpu::Device,
-    reduce: Reduce,
-    list: Vec<Kernel>,
+const DTYPES: [f64; 3] = [0.0, 1.0, 2.0];
+
+#[derive(Default)]
+struct Planner {
+    specs: Vec<Spec>,
 }
 
-impl Builder<'_> {
-    fn module(&self, name: &str) -> wgpu::ShaderModule {
-        let m = MODULES.iter().find(|m| m.name == name).expect("a listed module");
-        self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(m.name),
-            source: wgpu::ShaderSource::Wgsl(module_text(m, self.reduce).into()),
-        })
-    }
-
-    fn add(&mut self, module: &wgpu::ShaderModule, entry: &'static str, constants: &[(&str, f64)]) -> KernelId {
+impl Planner {
+    fn add(&mut self, module: &str, entry: &'static str, constants: &[(&'static str, f64)]) -> KernelId {
         self.add_as(module, entry, entry, constants)
     }
 
-    /// A pipeline of `entry` that profiles and errors call `name`.
     fn add_as(
         &mut self,
-        module: &wgpu::ShaderModule,
+        module: &str,
         entry: &'static str,
         name: &'static str,
-        constants: &[(&str, f64)],
+        constants: &[(&'static str, f64)],
     ) -> KernelId {
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(name),
-            layout: None,
-            module,
-            entry_point: Some(entry),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants,
-                // Every kernel writes its workgroup memory before reading it.
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
-        let layout = pipeline.get_bind_group_layout(0);
-        self.list.push(Kernel { name, pipeline, layout });
-        KernelId((self.list.len() - 1) as u16)
+        let module = MODULES.iter().find(|m| m.name == module).expect("a listed module");
+        self.specs.push(Spec { module, entry, name, constants: constants.to_vec() });
+        KernelId((self.specs.len() - 1) as u16)
     }
 }
 
 impl Kernels {
-    /// Builds every pipeline; an invalid shader or pipeline is an error naming it.
-    pub fn new(device: &wgpu::Device, reduce: Reduce) -> Result<Kernels, dory::Error> {
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut b = Builder { device, reduce, list: Vec::new() };
-        let dtypes = [0.0, 1.0, 2.0];
-        let gemv_m = b.module("gemv");
+    /// Every pipeline these options call for, unbuilt (the shader test translates them).
+    pub fn plan(options: Options) -> Kernels {
+        let mut b = Planner::default();
         let mut gemv = [[KernelId(0); 2]; 3];
         let mut gemv_scaled = [[KernelId(0); 2]; 3];
         let mut gemv_swiglu = [[KernelId(0); 2]; 3];
-        for (i, &dt) in dtypes.iter().enumerate() {
+        for (i, &dt) in DTYPES.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
-                gemv[i][j] = b.add(&gemv_m, "gemv", &[("DTYPE", dt), ("XROWS", xrows)]);
-                gemv_scaled[i][j] = b.add(&gemv_m, "gemv_scaled", &[("DTYPE", dt), ("XROWS", xrows)]);
+                gemv[i][j] = b.add("gemv", "gemv", &[("DTYPE", dt), ("XROWS", xrows)]);
+                gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &[("DTYPE", dt), ("XROWS", xrows)]);
                 gemv_swiglu[i][j] =
-                    b.add_as(&gemv_m, "gemv", "gemv_swiglu", &[("DTYPE", dt), ("XROWS", xrows), ("SWIGLU", 1.0)]);
+                    b.add_as("gemv", "gemv", "gemv_swiglu", &[("DTYPE", dt), ("XROWS", xrows), ("SWIGLU", 1.0)]);
             }
         }
-        let gemm_m = b.module("gemm");
-        let gemm = dtypes.map(|dt| b.add(&gemm_m, "gemm", &[("DTYPE", dt)]));
-        let gemm_scaled = dtypes.map(|dt| b.add(&gemm_m, "gemm_scaled", &[("DTYPE", dt)]));
-        let embed_m = b.module("embed");
-        let embed = dtypes.map(|dt| b.add(&embed_m, "embed", &[("DTYPE", dt)]));
-        let m = b.module("mix");
-        let mix = b.add(&m, "mix", &[]);
-        let m = b.module("residual");
-        let residual = b.add(&m, "residual", &[]);
-        let m = b.module("swiglu");
-        let swiglu = b.add(&m, "swiglu", &[]);
-        let m = b.module("copy");
-        let copy = b.add(&m, "copy", &[]);
-        let copy_slots = b.add(&m, "copy_slots", &[]);
-        let copy4 = b.add(&m, "copy4", &[]);
-        let m = b.module("prep");
-        let prep = b.add(&m, "prep", &[]);
-        let m = b.module("attend");
-        let attend = b.add(&m, "attend", &[]);
-        let m = b.module("combine");
-        let combine = b.add(&m, "combine", &[]);
-        let m = b.module("o1");
-        let push = b.add(&m, "push", &[]);
-        let combine_sealed = b.add(&m, "combine_sealed", &[]);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(gpu_err(format!("the kernels ({reduce:?} reductions) do not build on this device: {e}")));
-        }
-        Ok(Kernels {
-            list: b.list,
+        let g = options.gemv1;
+        let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
+        let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
+        let names = ["gemv1", "gemv1_residual", "gemv1_swiglu"];
+        let gemv1 = DTYPES.map(|dt| {
+            let mut k = [KernelId(0); 3];
+            for (pro, name) in names.into_iter().enumerate() {
+                k[pro] = b.add_as("gemv1", "gemv1", name, &gemv1_c(dt, pro as f64));
+            }
+            k
+        });
+        let gemv1_scaled = DTYPES.map(|dt| b.add("gemv1", "gemv1_scaled", &gemv1_c(dt, 0.0)));
+        let gemm = DTYPES.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
+        let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
+        let gemm_coop = options.coop.then(|| {
+            let (wm, wn) = options.coop_tile;
+            let c = |dt: f64| {
+                [("DTYPE", dt), ("WM", f64::from(wm)), ("WN", f64::from(wn)), ("SPLIT", f64::from(options.coop_split))]
+            };
+            [1.0, 2.0].map(|dt| [b.add("gemm_coop", "gemm_coop", &c(dt)), b.add("gemm_coop", "gemm_coop_scaled", &c(dt))])
+        });
+        let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
+        Kernels {
+            options,
             gemv,
             gemv_scaled,
             gemv_swiglu,
+            gemv1,
+            gemv1_scaled,
             gemm,
             gemm_scaled,
+            gemm_coop,
             embed,
-            mix,
-            residual,
-            swiglu,
-            copy,
-            copy_slots,
-            copy4,
-            prep,
-            attend,
-            combine,
-            push,
-            combine_sealed,
-        })
+            mix: b.add("mix", "mix", &[]),
+            residual: b.add("residual", "residual", &[]),
+            swiglu: b.add("swiglu", "swiglu", &[]),
+            copy: b.add("copy", "copy", &[]),
+            copy_slots: b.add("copy", "copy_slots", &[]),
+            copy4: b.add("copy", "copy4", &[]),
+            prep: b.add("prep", "prep", &[]),
+            attend: b.add("attend", "attend", &[]),
+            combine: b.add("combine", "combine", &[]),
+            push: b.add("o1", "push", &[]),
+            combine_sealed: b.add("o1", "combine_sealed", &[]),
+            specs: b.specs,
+            list: Vec::new(),
+        }
+    }
+
+    /// Builds every pipeline of the plan; an invalid shader or pipeline is an error naming it.
+    pub fn new(device: &wgpu::Device, options: Options) -> Result<Kernels, dory::Error> {
+        let mut k = Kernels::plan(options);
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut modules: Vec<(&str, wgpu::ShaderModule)> = Vec::new();
+        for spec in &k.specs {
+            let m = spec.module;
+            if !modules.iter().any(|(n, _)| *n == m.name) {
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(m.name),
+                    source: wgpu::ShaderSource::Wgsl(module_text(m, options.reduce).into()),
+                });
+                modules.push((m.name, module));
+            }
+            let module = &modules.iter().find(|(n, _)| *n == m.name).expect("made above").1;
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(spec.name),
+                layout: None,
+                module,
+                entry_point: Some(spec.entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &spec.constants,
+                    // Every kernel writes its workgroup memory before reading it.
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            });
+            let layout = pipeline.get_bind_group_layout(0);
+            k.list.push(Kernel { name: spec.name, pipeline, layout });
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(gpu_err(format!("the kernels ({options:?}) do not build on this device: {e}")));
+        }
+        Ok(k)
     }
 
     pub fn get(&self, id: KernelId) -> &Kernel {
         &self.list[id.0 as usize]
+    }
+
+    pub fn get_spec(&self, id: KernelId) -> &Spec {
+        &self.specs[id.0 as usize]
     }
 }

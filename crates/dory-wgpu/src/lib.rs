@@ -18,9 +18,9 @@
 //! ```
 
 mod backend;
+pub mod bench;
 mod device;
 mod error;
-pub mod floors;
 pub mod kernels;
 mod model;
 mod ops;

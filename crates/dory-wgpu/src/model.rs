@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use dory::backend::{self, Mat};
 use dory::weights::{DType, TensorView, Weights};
 use dory::Config;
 
@@ -23,6 +24,8 @@ pub struct Part {
 /// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row.
 pub struct Matrix {
     pub dtype: DType,
+    /// Whether the tensor-core GEMM may read it: f16, or bf16 whose every value f16 holds.
+    pub coop: bool,
     pub n: usize,
     pub k: usize,
     pub g8: usize,
@@ -47,6 +50,16 @@ pub struct LayerWeights {
     pub mlp_alpha: Arc<Store>,
 }
 
+impl LayerWeights {
+    /// The alpha of the residual that closes `part`.
+    pub fn alpha(&self, part: backend::Part) -> &Arc<Store> {
+        match part {
+            backend::Part::Attn => &self.attn_alpha,
+            backend::Part::Mlp => &self.mlp_alpha,
+        }
+    }
+}
+
 pub struct GpuModel {
     pub dev: Arc<GpuDevice>,
     pub config: Config,
@@ -58,7 +71,7 @@ pub struct GpuModel {
 
 /// Rows of [n, k] tensors stacked into one matrix (the fused projections), in the
 /// tensors' common dtype, or f32 when they differ.
-fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::Result<Matrix> {
+pub(crate) fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::Result<Matrix> {
     let k = tensors[0].shape[1];
     let n: usize = tensors.iter().map(|t| t.shape[0]).sum();
     let dtype = if tensors.iter().all(|t| t.dtype == tensors[0].dtype) { tensors[0].dtype } else { DType::F32 };
@@ -84,6 +97,11 @@ fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::R
             i -= t.shape[0];
         }
     };
+    let coop = match dtype {
+        DType::F16 => true,
+        DType::BF16 => tensors.iter().all(|t| fits_f16(t.bytes)),
+        DType::F32 => false,
+    };
     let mut parts = Vec::new();
     let mut row0 = 0;
     while row0 < n {
@@ -96,7 +114,18 @@ fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::R
         parts.push(Part { store: Store::with_data(dev, &bytes, &label)?, row0, rows });
         row0 += rows;
     }
-    Ok(Matrix { dtype, n, k, g8, parts })
+    Ok(Matrix { dtype, coop, n, k, g8, parts })
+}
+
+/// Whether every bf16 value of `bytes` is below f16's largest (65504) in magnitude, so that
+/// the tensor-core GEMM can take it as f16 (values below f16's normal range keep their
+/// absolute precision, 2⁻²⁴, far under what f32 accumulation of a row resolves).
+fn fits_f16(bytes: &[u8]) -> bool {
+    bytes.chunks_exact(2).all(|b| {
+        let magnitude = u16::from_le_bytes([b[0], b[1]]) & 0x7fff;
+        // bf16 65504 rounds to 0x4780 (65536): anything at or above that exponent does not fit.
+        magnitude < 0x4780
+    })
 }
 
 fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc<Store>> {
@@ -135,6 +164,16 @@ impl GpuModel {
         let head = upload_matrix(d, "head", &[w.get("head")])?;
         let head_scale = upload_vector(d, "head_scale", w.get("head_scale"))?;
         Ok(Arc::new(GpuModel { dev, config: config.clone(), embed, head, head_scale, layers }))
+    }
+
+    pub fn matrix(&self, mat: Mat) -> &Matrix {
+        let l = &self.layers;
+        match mat {
+            Mat::Qkvg(i) => &l[i].qkvg,
+            Mat::Out(i) => &l[i].out,
+            Mat::GateUp(i) => &l[i].gate_up,
+            Mat::Down(i) => &l[i].down,
+        }
     }
 
     /// Bytes of weights on the device.

@@ -106,8 +106,14 @@ pub struct Recorder {
     max_groups: u32,
     sweep_at: usize,
     staging: Option<wgpu::Buffer>,
+    /// Bound where a kernel's optional read-write buffer is absent.
+    none: Arc<Store>,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
     pub dispatches: u64,
+    /// With `timed` (and pass timestamps on the device) every submission waits and adds
+    /// the GPU time of its pass to `gpu_seconds`: how benchmarks time kernels.
+    pub timed: bool,
+    pub gpu_seconds: f64,
     /// The first failure of an op, reported at the next sync point (ops return nothing).
     error: Option<dory::Error>,
 }
@@ -118,8 +124,8 @@ pub fn groups_for(n: usize, per: usize) -> u32 {
 }
 
 impl Recorder {
-    pub fn new(dev: Arc<GpuDevice>) -> Recorder {
-        Recorder {
+    pub fn new(dev: Arc<GpuDevice>) -> dory::Result<Recorder> {
+        Ok(Recorder {
             dev: dev.clone(),
             cmds: Vec::new(),
             uploads: Vec::new(),
@@ -128,9 +134,17 @@ impl Recorder {
             max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,
+            none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
+            timed: false,
+            gpu_seconds: 0.0,
             error: None,
-        }
+        })
+    }
+
+    /// A small buffer to bind where a kernel's optional buffer is absent.
+    pub fn none(&self) -> &Arc<Store> {
+        &self.none
     }
 
     pub fn dev(&self) -> &Arc<GpuDevice> {
@@ -253,17 +267,24 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         let dev = self.dev.clone();
         let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
-        let stamps = (dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
+        let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
+        let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
+        // Timed: one stamp before the pass and one after it.
+        let pass_stamps = stamps.as_ref().filter(|_| timed).map(|s| wgpu::ComputePassTimestampWrites {
+            query_set: &s.set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        });
         if !cmds.is_empty() {
-            let mut pass =
-                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: None });
+            let mut pass = enc
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: pass_stamps });
             for (i, (c, g)) in cmds.iter().zip(&groups).enumerate() {
                 pass.set_pipeline(&dev.kernels.get(c.kernel).pipeline);
                 pass.set_bind_group(0, g, &[]);
                 if !c.imm.is_empty() {
                     pass.set_immediates(0, &c.imm);
                 }
-                let stamp = stamps.as_ref().filter(|_| i < crate::profile::MAX_DISPATCHES);
+                let stamp = stamps.as_ref().filter(|_| !timed && i < crate::profile::MAX_DISPATCHES);
                 if let Some(s) = stamp {
                     pass.write_timestamp(&s.set, 2 * i as u32);
                 }
@@ -278,11 +299,16 @@ impl Recorder {
             enc.copy_buffer_to_buffer(&s.resolved, 0, &s.staging, 0, 8 * u64::from(s.count));
         }
         let kernels: Vec<&'static str> = cmds.iter().map(|c| dev.kernels.get(c.kernel).name).collect();
-        let profiled = |stamps: Option<Stamps>| -> dory::Result<()> {
+        let gpu_seconds = &mut self.gpu_seconds;
+        let mut profiled = |stamps: Option<Stamps>| -> dory::Result<()> {
             let Some(s) = stamps else { return Ok(()) };
             let words = read_mapped(&dev.device, &s.staging, 8 * u64::from(s.count))?;
             let ticks: &[u64] = bytemuck::cast_slice(&words);
             let period = f64::from(dev.queue.get_timestamp_period());
+            if timed {
+                *gpu_seconds += ticks[1].saturating_sub(ticks[0]) as f64 * period * 1e-9;
+                return Ok(());
+            }
             for (i, name) in kernels.iter().enumerate().take(s.count as usize / 2) {
                 crate::profile::add(name, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period);
             }

@@ -7,6 +7,7 @@
 //! `rows` rows of its buffers.
 
 use crate::cache::{Keys, Near, Rows};
+use crate::config::LayerKind;
 use crate::error::Result;
 use crate::nystrom::{Exported, Landmarks};
 
@@ -46,6 +47,17 @@ pub enum Part {
     Mlp,
 }
 
+/// One layer of the block as a step sees it: its index (which weights), its kind, how its
+/// cache is laid out for the step (`keys`), the cache, and where it was sealed.
+pub struct Layer<C> {
+    pub index: usize,
+    pub kind: LayerKind,
+    pub keys: Keys,
+    pub cache: C,
+    /// The position of the step that sealed this (full) layer.
+    pub sealed_at: Option<usize>,
+}
+
 pub trait Backend {
     /// A device buffer of f32.
     type Buf;
@@ -72,37 +84,23 @@ pub trait Backend {
     /// out ← x · Wᵀ for the matrix `mat`.
     fn project(&mut self, out: &mut Self::Buf, mat: Mat, x: &Self::Buf, rows: usize);
 
-    /// From `qkvg` (the output of `Mat::Qkvg`): q ← N(rope(yq)) ⊙ q_scale per query head
-    /// ([rows, H·d]), and k ← N(rope(yk)), v ← yv per KV head written to `cache` at the
-    /// step's positions. `rope` is `rope::table` for the step, or None for no rotation.
-    /// Under `Keys::Full { sample: Some(s) }` it also keeps the q of every position
-    /// j ≡ 0 (mod s) in the cache's query store (row j / s), overwriting earlier passes.
-    #[allow(clippy::too_many_arguments)]
-    fn prep(
+    /// The attention of `layer` for the rows `at`, from `qkvg` (the output of `Mat::Qkvg`):
+    /// first q ← N(rope(yq)) ⊙ q_scale per query head ([rows, H·d]), and k ← N(rope(yk)),
+    /// v ← yv per KV head written to the layer's cache at the step's positions (`rope` is
+    /// `rope::table` for the step, or None for no rotation); under `Keys::Full { sample:
+    /// Some(s) }` also the q of every position j ≡ 0 (mod s) kept in the cache's query store
+    /// (row j / s), overwriting earlier passes. Then z ← the gated attention output ([rows,
+    /// H·d]) of q over the positions each row sees, gated by the yg part of `qkvg`; under
+    /// `Keys::Sealed` (one row), spec §6's attend: the near set exactly, the far span through
+    /// the landmarks that `seal` installed.
+    fn attend(
         &mut self,
-        layer: usize,
-        cache: &mut Self::Cache,
-        keys: &Keys,
+        layer: &mut Layer<Self::Cache>,
+        z: &mut Self::Buf,
         q: &mut Self::Buf,
         qkvg: &Self::Buf,
         at: Rows,
         rope: Option<&[f32]>,
-    );
-
-    /// z ← the gated attention output ([rows, H·d]) of the prepared queries `q` over
-    /// the positions each row sees in `cache`, gated by the yg part of `qkvg`. Under
-    /// `Keys::Sealed` (one row), spec §6's attend: the near set exactly, the far span
-    /// through the landmarks that `seal` installed.
-    #[allow(clippy::too_many_arguments)]
-    fn attend(
-        &mut self,
-        layer: usize,
-        cache: &Self::Cache,
-        keys: &Keys,
-        z: &mut Self::Buf,
-        q: &Self::Buf,
-        qkvg: &Self::Buf,
-        at: Rows,
     );
 
     /// The host's copy of an exact full layer's positions [0, end) and its query store,
@@ -139,6 +137,21 @@ pub trait Backend {
 
     /// The nGPT residual: h ← N(N(h) + alpha ⊙ (N(o) − N(h))).
     fn residual(&mut self, layer: usize, part: Part, h: &mut Self::Buf, o: &Self::Buf, rows: usize);
+
+    /// The residual that closes `part` of `layer`, then out ← h · Wᵀ with the new h: the
+    /// two ops in a row, which a backend may fuse (the wgpu one does for a decoded row).
+    fn residual_project(
+        &mut self,
+        (layer, part): (usize, Part),
+        h: &mut Self::Buf,
+        o: &Self::Buf,
+        mat: Mat,
+        out: &mut Self::Buf,
+        rows: usize,
+    ) {
+        self.residual(layer, part, h, o, rows);
+        self.project(out, mat, h, rows);
+    }
 
     /// out ← head_scale ⊙ (head · h) for the rows `first..first + rows` of h: [rows, V].
     fn logits(&mut self, out: &mut Self::Buf, h: &Self::Buf, first: usize, rows: usize);

@@ -13,7 +13,7 @@
 //! sealed (spec §6) and every later step is a single row that first pushes the position
 //! leaving the window.
 
-use crate::backend::{Backend, Mat, Mix, Part};
+use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
 use crate::config::{Config, ExitRule, LayerKind, O1};
 use crate::error::{invalid, Result};
@@ -86,14 +86,6 @@ pub struct Decoded {
     pub passes: usize,
 }
 
-struct Layer<C> {
-    kind: LayerKind,
-    keys: Keys,
-    cache: C,
-    /// The position of the step that sealed this (full) layer.
-    sealed_at: Option<usize>,
-}
-
 /// Working buffers for up to `rows` rows.
 struct Scratch<B> {
     rows: usize,
@@ -134,7 +126,8 @@ impl<B: Backend> Forward<B> {
         let layers = (0..config.layers.len())
             .map(|i| {
                 let kind = config.layers[i];
-                Ok(Layer { kind, keys: Keys::for_step(kind, 1, 1, None), cache: backend.cache(i)?, sealed_at: None })
+                let keys = Keys::for_step(kind, 1, 1, None);
+                Ok(Layer { index: i, kind, keys, cache: backend.cache(i)?, sealed_at: None })
             })
             .collect::<Result<_>>()?;
         let attention = Attention::default_for(config);
@@ -406,22 +399,29 @@ impl<B: Backend> Forward<B> {
         Ok(())
     }
 
-    /// One pass of every layer over the rows `at`.
+    /// One pass of every layer over the rows `at`. Each residual is handed to the op that
+    /// reads its result, the next projection, so that a backend can fuse the two; the last
+    /// layer's MLP residual closes the pass.
     fn layers_pass(&mut self, at: Rows, rope: &[f32]) {
         let sc = self.scratch.as_mut().expect("prepared");
         let b = &mut self.backend;
         let rows = at.rows;
-        for (i, layer) in self.layers.iter_mut().enumerate() {
+        let mut pending: Option<(usize, Part)> = None;
+        for layer in self.layers.iter_mut() {
+            let i = layer.index;
             let rotate = layer.kind == LayerKind::Sliding || self.config.rope_full;
-            b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows);
-            b.prep(i, &mut layer.cache, &layer.keys, &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
-            b.attend(i, &layer.cache, &layer.keys, &mut sc.z, &sc.q, &sc.qkvg, at);
+            match pending {
+                Some(closing) => b.residual_project(closing, &mut sc.h, &sc.o, Mat::Qkvg(i), &mut sc.qkvg, rows),
+                None => b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows),
+            }
+            b.attend(layer, &mut sc.z, &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
             b.project(&mut sc.o, Mat::Out(i), &sc.z, rows);
-            b.residual(i, Part::Attn, &mut sc.h, &sc.o, rows);
-            b.project(&mut sc.gu, Mat::GateUp(i), &sc.h, rows);
+            b.residual_project((i, Part::Attn), &mut sc.h, &sc.o, Mat::GateUp(i), &mut sc.gu, rows);
             b.swiglu_down(i, &mut sc.o, &sc.gu, &mut sc.m, rows);
-            b.residual(i, Part::Mlp, &mut sc.h, &sc.o, rows);
+            pending = Some((i, Part::Mlp));
         }
+        let (i, part) = pending.expect("a block has a layer");
+        b.residual(i, part, &mut sc.h, &sc.o, rows);
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use dory::backend::{Backend, Mat, Mix, Part};
+use dory::backend::{Backend, Layer, Mat, Mix, Part};
 use dory::cache::{Keys, Rows};
 use dory::cpu::Cpu;
 use dory::testing::{rand_vec, rel_err};
@@ -155,32 +155,31 @@ fn check_attention(
     let (_d, m) = common::random_model(&c, seed);
     let layer = if kind == LayerKind::Sliding { 0 } else { 1 };
     let mut b = Cpu::new(&m.config, &m.weights);
-    let mut cache = b.cache(layer).unwrap();
+    let cache = b.cache(layer).unwrap();
+    let mut l = Layer { index: layer, kind, keys: Keys::for_step(kind, w, 1, None), cache, sealed_at: None };
     let width = c.qkvg_width();
     let (qd, kd, d, eps) = (c.q_width(), c.kv_width(), hd, c.eps as f64);
     // Earlier positions one at a time (single-row steps), then the step under test.
-    let mut keys = Keys::for_step(kind, w, 1, None);
     let mut history: Vec<(Vec<f32>, usize)> = vec![];
     let run =
-        |b: &mut Cpu, cache: &mut dory::cpu::CpuCache, keys: &mut Keys, at: Rows, y: &[f32]| -> (Vec<f32>, Vec<f32>) {
+        |b: &mut Cpu, l: &mut Layer<dory::cpu::CpuCache>, at: Rows, y: &[f32]| -> (Vec<f32>, Vec<f32>) {
             let next = Keys::for_step(kind, w, at.rows, None);
-            let moves = keys.moves(&next, at.pos0);
-            b.relayout(cache, &next, at.end(), &moves).unwrap();
-            *keys = next;
+            let moves = l.keys.moves(&next, at.pos0);
+            b.relayout(&mut l.cache, &next, at.end(), &moves).unwrap();
+            l.keys = next;
             let rotate = kind == LayerKind::Sliding || rope_full;
             let rope = dory::rope::table(c.rope_theta, d, at.pos0, at.rows);
             let (mut q, mut z) = (poison(at.rows * qd), poison(at.rows * qd));
-            b.prep(layer, cache, keys, &mut q, &y.to_vec(), at, rotate.then_some(&rope[..]));
-            b.attend(layer, cache, keys, &mut z, &q, &y.to_vec(), at);
+            b.attend(l, &mut z, &mut q, &y.to_vec(), at, rotate.then_some(&rope[..]));
             (q, z)
         };
     for p in 0..pos0 {
         let y = rand_vec(width, seed * 1000 + p as u64);
-        run(&mut b, &mut cache, &mut keys, Rows { pos0: p, rows: 1 }, &y);
+        run(&mut b, &mut l, Rows { pos0: p, rows: 1 }, &y);
         history.push((y, p));
     }
     let y = rand_vec(rows * width, seed * 7 + 1);
-    let (q, z) = run(&mut b, &mut cache, &mut keys, Rows { pos0, rows }, &y);
+    let (q, z) = run(&mut b, &mut l, Rows { pos0, rows }, &y);
     for r in 0..rows {
         history.push((y[r * width..][..width].to_vec(), pos0 + r));
     }

@@ -1,5 +1,6 @@
 //! Attention over the cache (`attend.wgsl`), split over chunks of keys when one row's
-//! keys would leave the GPU idle, then joined (`combine.wgsl`).
+//! keys would leave the GPU idle, then joined (`combine.wgsl`). A single row prepares its
+//! query, key and value in the same dispatch (prep.wgsl's work, for several rows).
 
 use std::sync::Arc;
 
@@ -34,16 +35,23 @@ struct Params {
     pos0: u32,
     kv_heads: u32,
     d: u32,
-    width: u32,
     sinks: u32,
     cap: u32,
     window: u32,
     per: u32,
     chunks: u32,
-    direct: u32,
+    flags: u32,
     row0: u32,
     scale: f32,
+    rope_at: u32,
+    sample: u32,
+    eps: f32,
 }
+
+/// attend.wgsl's flags.
+const DIRECT: u32 = 1;
+const FUSED: u32 = 2;
+const ROTATE: u32 = 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -89,15 +97,35 @@ pub struct AttendBufs<'a> {
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
+    pub q_scale: &'a Arc<Store>,
+    /// The query store (a stand-in when the layer keeps none).
+    pub qs: &'a Arc<Store>,
 }
 
-/// Attention of the rows `at`; with `direct` false (a sealed layer) every split leaves
-/// partials for the caller's combine.
-#[allow(clippy::too_many_arguments)]
-pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, slots: Slots, at: Rows, split: Split, join: bool) {
+/// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the
+/// uploads (None: no rotation) and the query store's stride (0: none).
+#[derive(Clone, Copy)]
+pub struct Prep {
+    pub rope_at: Option<u32>,
+    pub sample: usize,
+}
+
+/// Attention of the rows `at`, prepared first when `prep` is given (one row); with `join`
+/// false (a sealed layer) every split leaves partials for the caller's combine.
+pub struct Attend {
+    pub slots: Slots,
+    pub at: Rows,
+    pub split: Split,
+    pub join: bool,
+    pub prep: Option<Prep>,
+}
+
+pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
+    let (slots, at, split) = (a.slots, a.at, a.split);
+    debug_assert!(a.prep.is_none() || at.rows == 1, "attend prepares single rows only");
     let kernels = &rec.dev().kernels;
     let (attend, combine) = (kernels.attend, kernels.combine);
-    let direct = join && split.chunks == 1;
+    let direct = a.join && split.chunks == 1;
     let binds = [
         (0, Bind::Buf(b.q.clone())),
         (1, Bind::Buf(b.k.clone())),
@@ -106,7 +134,14 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, slots: Slots
         (4, Bind::Buf(b.gate_scale.clone())),
         (5, Bind::Buf(b.z.clone())),
         (6, Bind::Buf(b.part.clone())),
+        (7, Bind::Upload),
+        (8, Bind::Buf(b.q_scale.clone())),
+        (9, Bind::Buf(b.qs.clone())),
     ];
+    let prep = a.prep.unwrap_or(Prep { rope_at: None, sample: 0 });
+    let flags = u32::from(direct) * DIRECT
+        + u32::from(a.prep.is_some()) * FUSED
+        + u32::from(prep.rope_at.is_some()) * ROTATE;
     let kv = c.kv_heads;
     row_batches(at.rows, |row0, n| {
         let p = Params {
@@ -114,19 +149,21 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, slots: Slots
             pos0: at.pos0 as u32,
             kv_heads: kv as u32,
             d: c.head_dim as u32,
-            width: c.qkvg_width() as u32,
             sinks: slots.sinks,
             cap: slots.cap,
             window: slots.window,
             per: split.per as u32,
             chunks: split.chunks as u32,
-            direct: u32::from(direct),
+            flags,
             row0,
             scale: c.attn_scale,
+            rope_at: prep.rope_at.unwrap_or(0),
+            sample: prep.sample as u32,
+            eps: c.eps,
         };
         rec.dispatch(attend, &binds, &p, [split.chunks as u32, kv as u32, n]);
     });
-    if direct || !join {
+    if direct || !a.join {
         return;
     }
     let binds = [

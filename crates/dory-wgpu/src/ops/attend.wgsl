@@ -6,6 +6,12 @@
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
 // sealed layer, o1.wgsl's combine_sealed).
 //
+// With `fused` (a single row), the workgroup first prepares what prep.wgsl would: its four
+// queries q ← N(rope(yq)) ⊙ q_scale and the row's own key k ← N(rope(yk)) and value from
+// qkvg. The chunk that holds the row's position (the last) writes that key and value into
+// the cache and reads them from workgroup memory, never from the cache, so no workgroup
+// reads what another writes; chunk 0 writes the queries to q (and the query store).
+//
 // The positions a row at p sees: the sinks [0, min(sinks, p + 1)), then [lo, p] with
 // lo = max(sinks, p + 1 − window) (window 0: no bound). Position j sits in slot j below
 // `sinks`, else in sinks + (j mod cap) (cap 0: slot j). A sliding ring is sinks 0,
@@ -16,25 +22,46 @@ struct P {
     pos0: u32,
     kv_heads: u32,
     d: u32,
-    width: u32,   // a row of qkvg
     sinks: u32,
     cap: u32,
     window: u32,
     per: u32,     // positions per chunk
     chunks: u32,
-    direct: u32,  // 1: one chunk, written normalised and gated into z; 0: into part
+    flags: u32,   // DIRECT | FUSED | ROTATE
     row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
     scale: f32,   // λ
+    rope_at: u32, // FUSED: prep.wgsl's fields
+    sample: u32,
+    eps: f32,
 }
 var<immediate> p: P;
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> vc: array<f32>;
+// One chunk, written normalised and gated into z (else into part).
+const DIRECT: u32 = 1u;
+// Prep too (one row).
+const FUSED: u32 = 2u;
+// Prep rotates (else a full layer with rope_full = false).
+const ROTATE: u32 = 4u;
+
+fn has(flag: u32) -> bool {
+    return (p.flags & flag) != 0u;
+}
+
+// A row of qkvg: H·d + K·d + K·d + H·d with H = 4K.
+fn width() -> u32 {
+    return 10u * p.kv_heads * p.d;
+}
+
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(3) var<storage, read> qkvg: array<f32>;
 @group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
 @group(0) @binding(5) var<storage, read_write> z: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> up: array<f32>;
+@group(0) @binding(8) var<storage, read> q_scale: array<f32>;
+@group(0) @binding(9) var<storage, read_write> qs: array<f32>;
 
 const WG: u32 = 256u;
 // Keys scored at once: LANES invocations share a key's dot product, so that a short span
@@ -48,6 +75,10 @@ var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
 var<workgroup> w_sh: array<vec4<f32>, 32>;    // a tile's weights, one vec4 (4 heads) per key
 var<workgroup> s_sh: array<u32, 32>;          // a tile's slots
 var<workgroup> acc_sh: array<vec4<f32>, 256>; // the key groups' value sums, joined at the end
+var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
+var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
+// A slot that no cache has: the row's own key and value, from workgroup memory.
+const OWN: u32 = 0xffffffffu;
 
 fn slot_of(j: u32) -> u32 {
     if (j < p.sinks) {
@@ -75,6 +106,91 @@ fn seen(pos: u32) -> Seen {
     return Seen(ns, lo, ns + pos + 1u - lo);
 }
 
+// N(rope(y)) of the head at qkvg[src …] (d values), times q_scale[sc …] when `scaled`,
+// by a run of 64 invocations: `lane` holds the pairs (i, i + d/2) for i = lane and lane + 64.
+// Every invocation of the workgroup must call it (it reduces).
+fn prep_head(lane: u32, lid: u32, r: u32, src: u32, scaled: bool, sc: u32) -> array<vec2<f32>, 2> {
+    let half = p.d / 2u;
+    var y: array<vec2<f32>, 2>;
+    var sq = 0.0;
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lane + 64u * t;
+        if (i < half) {
+            let x0 = qkvg[src + i];
+            let x1 = qkvg[src + half + i];
+            var v = vec2<f32>(x0, x1);
+            if (has(ROTATE)) {
+                let c = up[p.rope_at + r * p.d + i];
+                let s = up[p.rope_at + r * p.d + half + i];
+                v = vec2<f32>(x0 * c - x1 * s, x1 * c + x0 * s);
+            }
+            y[t] = v;
+            sq += dot(v, v);
+        }
+    }
+    let inv = 1.0 / sqrt(seg_sum(sq, lid, 64u) + p.eps);
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lane + 64u * t;
+        y[t] = y[t] * inv;
+        if (scaled && i < half) {
+            y[t] = y[t] * vec2<f32>(q_scale[sc + i], q_scale[sc + half + i]);
+        }
+    }
+    return y;
+}
+
+// The fused prologue: q_sh, own_k, own_v from qkvg; the cache, q and the query store
+// written by the chunks named above.
+fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
+    let d = p.d;
+    let half = d / 2u;
+    let kd = p.kv_heads * d;
+    let qd = 4u * kd;
+    let pos = p.pos0 + r;
+    // Segment h of 64 invocations prepares query head 4c + h, then each the key.
+    let h = lid / 64u;
+    let lane = lid % 64u;
+    let a = 4u * c + h;
+    let yq = prep_head(lane, lid, r, r * width() + a * d, true, a * d);
+    let yk = prep_head(lane, lid, r, r * width() + qd + c * d, false, 0u);
+    let write_kv = ch + 1u == p.chunks;
+    let keep = ch == 0u && p.sample != 0u && pos % p.sample == 0u;
+    let slot = slot_of(pos);
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lane + 64u * t;
+        if (i < half) {
+            let lo = h * d + i;
+            q_sh[lo / 4u][lo % 4u] = yq[t].x;
+            q_sh[(lo + half) / 4u][(lo + half) % 4u] = yq[t].y;
+            if (ch == 0u) {
+                let at = r * qd + a * d + i;
+                q[at / 4u][at % 4u] = yq[t].x;
+                q[(at + half) / 4u][(at + half) % 4u] = yq[t].y;
+            }
+            if (keep) {
+                let at = pos / p.sample * qd + a * d + i;
+                qs[at] = yq[t].x;
+                qs[at + half] = yq[t].y;
+            }
+            if (h == 0u) {
+                own_k[i / 4u][i % 4u] = yk[t].x;
+                own_k[(i + half) / 4u][(i + half) % 4u] = yk[t].y;
+                let v0 = qkvg[r * width() + qd + kd + c * d + i];
+                let v1 = qkvg[r * width() + qd + kd + c * d + half + i];
+                own_v[i] = v0;
+                own_v[i + half] = v1;
+                if (write_kv) {
+                    let kb = slot * kd + c * d;
+                    kc[(kb + i) / 4u][(kb + i) % 4u] = yk[t].x;
+                    kc[(kb + half + i) / 4u][(kb + half + i) % 4u] = yk[t].y;
+                    vc[kb + i] = v0;
+                    vc[kb + half + i] = v1;
+                }
+            }
+        }
+    }
+}
+
 @compute @workgroup_size(256)
 fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
@@ -85,8 +201,12 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let qd = 4u * p.kv_heads * d;
     let kd = p.kv_heads * d;
     let pos = p.pos0 + r;
-    for (var i = lid; i < 4u * d4; i = i + WG) {
-        q_sh[i] = q[(r * qd + 4u * c * d) / 4u + i];
+    if (has(FUSED)) {
+        prepare(lid, ch, c, r);
+    } else {
+        for (var i = lid; i < 4u * d4; i = i + WG) {
+            q_sh[i] = q[(r * qd + 4u * c * d) / 4u + i];
+        }
     }
     workgroupBarrier();
     let sn = seen(pos);
@@ -113,9 +233,17 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
                 j = sn.lo + i - sn.sinks;
             }
             slot = slot_of(j);
+            if (has(FUSED) && j == pos) {
+                slot = OWN;
+            }
             let kb = (slot * kd + c * d) / 4u;
             for (var e = lane; e < d4; e = e + LANES) {
-                let k = kc[kb + e];
+                var k: vec4<f32>;
+                if (slot == OWN) {
+                    k = own_k[e];
+                } else {
+                    k = kc[kb + e];
+                }
                 dots += vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
             }
         }
@@ -137,7 +265,14 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         if (group < groups) {
             let count = min(TILE, end - t0);
             for (var jj = group; jj < count; jj = jj + groups) {
-                acc += w_sh[jj] * vc[s_sh[jj] * kd + c * d + dim];
+                let sl = s_sh[jj];
+                var v: f32;
+                if (sl == OWN) {
+                    v = own_v[dim];
+                } else {
+                    v = vc[sl * kd + c * d + dim];
+                }
+                acc += w_sh[jj] * v;
             }
         }
         workgroupBarrier();
@@ -150,10 +285,10 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     for (var g = 1u; g < groups; g = g + 1u) {
         acc += acc_sh[g * d + dim];
     }
-    if (p.direct != 0u) {
+    if (has(DIRECT)) {
         for (var h = 0u; h < 4u; h = h + 1u) {
             let at = (4u * c + h) * d + dim;
-            let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
+            let g = qkvg[r * width() + qd + 2u * kd + at] * gate_scale[at];
             z[r * qd + at] = acc[h] / l[h] * sigmoid(g);
         }
         return;

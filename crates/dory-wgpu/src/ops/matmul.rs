@@ -1,12 +1,14 @@
-//! Projections (`gemv.wgsl` for one to four rows, `gemm.wgsl` for more): out ← x · Wᵀ,
-//! optionally times a per-column scale (the head), or with SwiGLU formed from x on the way
-//! in (the down projection of a few rows). One dispatch per part of W.
+//! Projections, out ← x · Wᵀ, by the number of rows: one row through `gemv1.wgsl` (x
+//! formed in workgroup memory, where the residual or SwiGLU before the projection can be
+//! fused), up to `GEMV_ROWS` through `gemv.wgsl` (W read once per four rows), more through
+//! `gemm_coop.wgsl` on tensor cores where the device and the weights allow, else
+//! `gemm.wgsl`. Optionally times a per-column scale (the head). One dispatch per part of W.
 
 use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::kernels::dtype_index;
+use crate::kernels::{dtype_index, KernelId};
 use crate::model::Matrix;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
@@ -23,60 +25,101 @@ struct Params {
     rows: u32,
 }
 
-/// Rows up to which the matrix-vector kernel runs (reading W once per four rows beats a
+/// gemv1.wgsl's parameters.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct RowParams {
+    k: u32,
+    g8: u32,
+    row0: u32,
+    rows_w: u32,
+    xr0: u32,
+    eps: f32,
+}
+
+/// Rows up to which the matrix-vector kernels run (reading W once per four rows beats a
 /// 64-row tile that is mostly empty).
 pub const GEMV_ROWS: usize = 8;
 
-/// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ (⊙ scale), r < rows.
-pub fn record(
-    rec: &mut Recorder,
-    w: &Matrix,
-    x: &Arc<Store>,
-    xr0: usize,
-    out: &Arc<Store>,
-    rows: usize,
-    scale: Option<&Arc<Store>>,
-) {
-    let input = match scale {
-        Some(s) => Input::Scaled(s),
-        None => Input::Plain,
-    };
-    project(rec, w, x, xr0, out, rows, input);
-}
-
-/// out[r, ..n] ← SwiGLU(gu[r]) · Wᵀ for r < rows ≤ GEMV_ROWS, gu = [rows, k | k] and
-/// `scales` = [gate_scale | up_scale]: the down projection without SwiGLU's own pass.
-pub fn record_swiglu(
-    rec: &mut Recorder,
-    w: &Matrix,
-    gu: &Arc<Store>,
-    out: &Arc<Store>,
-    rows: usize,
-    scales: &Arc<Store>,
-) {
-    debug_assert!(rows <= GEMV_ROWS, "the fused SwiGLU is a matrix-vector kernel");
-    project(rec, w, gu, 0, out, rows, Input::Swiglu(scales));
-}
-
-/// What binding 3 holds and which kernels read it.
-enum Input<'a> {
+/// What x is, and what binding 3 and up hold.
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
     Plain,
-    /// A scale per output column.
+    /// A scale per output column (the head).
     Scaled(&'a Arc<Store>),
-    /// x is gu; the gate and up scales, for SwiGLU on the way in (matrix-vector only).
+    /// x is gu = [rows, k | k]; the gate and up scales, for SwiGLU on the way in.
     Swiglu(&'a Arc<Store>),
+    /// x is h; the projection's input is the nGPT residual of h and `o`, which is also
+    /// written to `h_next` (one row only: see `fuses`).
+    Residual { o: &'a Arc<Store>, alpha: &'a Arc<Store>, h_next: &'a Arc<Store>, eps: f32 },
 }
 
-fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
+/// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part: SwiGLU
+/// up to GEMV_ROWS rows, the residual for one row whose x fits in workgroup memory.
+pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
+    match input {
+        Input::Plain | Input::Scaled(_) => true,
+        Input::Swiglu(_) => rows <= GEMV_ROWS,
+        Input::Residual { .. } => rows == 1 && row_fits(rec, w),
+    }
+}
+
+/// Whether one row of x fits gemv1's workgroup memory.
+fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
+    2 * w.g8 <= rec.dev().kernels.options.gemv1.xs as usize
+}
+
+/// The kernel `record` runs for these rows, with its shape, in words (for benchmarks).
+pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
+    let k = &rec.dev().kernels;
+    let o = k.options;
+    if rows == 1 && row_fits(rec, w) {
+        let name = k.get_spec(k.gemv1[0][0]).name;
+        let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
+        return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
+    }
+    match coop_kernels(rec, w, rows) {
+        _ if rows <= GEMV_ROWS => "gemv".into(),
+        Some(_) => format!("gemm_coop ({}×{} subgroups, split {})", o.coop_tile.0, o.coop_tile.1, o.coop_split),
+        None => "gemm".into(),
+    }
+}
+
+/// gemv1's prologue for `input`.
+fn prologue(input: Input) -> usize {
+    match input {
+        Input::Plain | Input::Scaled(_) => 0,
+        Input::Residual { .. } => 1,
+        Input::Swiglu(_) => 2,
+    }
+}
+
+/// The tensor-core GEMM's kernels, when they take these rows of `w`.
+fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<[[KernelId; 2]; 2]> {
+    rec.dev().kernels.gemm_coop.filter(|_| w.coop && rows > GEMV_ROWS)
+}
+
+/// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
+/// `fuses` must allow).
+pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
+    debug_assert!(fuses(rec, w, rows, input));
+    if rows == 1 && row_fits(rec, w) {
+        return row(rec, w, x, xr0, out, input);
+    }
+    let coop = coop_kernels(rec, w, rows);
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
-    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads); the
-    // plain matrix-matrix kernel has no binding 3.
+    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads).
     let (gemm, gemv, third) = match input {
-        Input::Plain => (Some(kernels.gemm[dt]), &kernels.gemv[dt], x),
-        Input::Scaled(s) => (Some(kernels.gemm_scaled[dt]), &kernels.gemv_scaled[dt], s),
-        Input::Swiglu(s) => (None, &kernels.gemv_swiglu[dt], s),
+        Input::Plain => (coop.map_or(kernels.gemm[dt], |c| c[dt - 1][0]), &kernels.gemv[dt], x),
+        Input::Scaled(s) => (coop.map_or(kernels.gemm_scaled[dt], |c| c[dt - 1][1]), &kernels.gemv_scaled[dt], s),
+        Input::Swiglu(s) => (kernels.gemm[dt], &kernels.gemv_swiglu[dt], s),
+        Input::Residual { .. } => unreachable!("the residual fuses with one row only"),
+    };
+    let tile = match coop {
+        Some(_) => (32 * kernels.options.coop_tile.0 as usize, 32 * kernels.options.coop_tile.1 as usize),
+        None => (64, 64),
     };
     for part in &w.parts {
         let mut binds = vec![
@@ -96,11 +139,10 @@ fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc
             rows: n as u32,
         };
         if rows > GEMV_ROWS {
-            let kernel = gemm.expect("record_swiglu is for at most GEMV_ROWS rows");
             if matches!(input, Input::Plain) {
                 binds.truncate(3);
             }
-            rec.dispatch(kernel, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
+            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, tile.1), groups_for(rows, tile.0), 1]);
             continue;
         }
         // Four rows at a time; a single row has its own variant.
@@ -110,5 +152,45 @@ fn project(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc
             rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
             r += n;
         }
+    }
+}
+
+/// One row through gemv1.wgsl.
+fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, input: Input) {
+    let dev = rec.dev().clone();
+    let kernels = &dev.kernels;
+    let dt = dtype_index(w.dtype);
+    let none = rec.none().clone();
+    let plain = |s: &Arc<Store>| Bind::Buf(s.clone());
+    // Unused bindings hold x (read-only) or a stand-in (read-write).
+    let (scale, o, alpha, h_next, eps) = match input {
+        Input::Plain => (x, x, x, &none, 0.0),
+        Input::Scaled(s) | Input::Swiglu(s) => (s, x, x, &none, 0.0),
+        Input::Residual { o, alpha, h_next, eps } => (x, o, alpha, h_next, eps),
+    };
+    let kernel = match input {
+        Input::Scaled(_) => kernels.gemv1_scaled[dt],
+        _ => kernels.gemv1[dt][prologue(input)],
+    };
+    let per_group = 8 * kernels.options.gemv1.rw as usize;
+    for part in &w.parts {
+        let binds = [
+            (0, plain(&part.store)),
+            (1, plain(x)),
+            (2, plain(out)),
+            (3, plain(scale)),
+            (4, plain(o)),
+            (5, plain(alpha)),
+            (6, plain(h_next)),
+        ];
+        let p = RowParams {
+            k: w.k as u32,
+            g8: w.g8 as u32,
+            row0: part.row0 as u32,
+            rows_w: part.rows as u32,
+            xr0: xr0 as u32,
+            eps,
+        };
+        rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, per_group), 1, 1]);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 use dory::cache::Rows;
 
-use super::attend::Slots;
+use super::attend::{Prep, Slots};
 use super::row_batches;
 use crate::record::{Bind, Recorder, Store};
 
@@ -38,16 +38,9 @@ pub struct PrepBufs<'a> {
     pub qs: &'a Arc<Store>,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn record(
-    rec: &mut Recorder,
-    c: &dory::Config,
-    b: PrepBufs,
-    slots: Slots,
-    at: Rows,
-    rope_at: Option<u32>,
-    sample: usize,
-) {
+/// Prepares the rows `at` (attend does it itself for a single row).
+pub fn record(rec: &mut Recorder, c: &dory::Config, b: PrepBufs, slots: Slots, at: Rows, prep: Prep) {
+    let Prep { rope_at, sample } = prep;
     let kernel = rec.dev().kernels.prep;
     let binds = [
         (0, Bind::Buf(b.qkvg.clone())),

@@ -1,8 +1,8 @@
-//! prep and attend against the CPU twin over sequences of steps: head dims 8 … 256,
+//! attend (with its prep) against the CPU twin over sequences of steps: head dims 8 … 256,
 //! multi-row and single-row steps, rings that wrap and are laid out anew between steps,
 //! exact full layers past any window, and O(1) layers sealed with and without a far span.
 
-use dory::backend::Backend;
+use dory::backend::{Backend, Layer};
 use dory::cache::{Keys, Near, Rows};
 use dory::config::{LayerKind, O1};
 use dory::testing::rand_vec;
@@ -12,30 +12,32 @@ use crate::common::{backends, check, config, devices, random_model, Io};
 
 const BOUND: f64 = 1e-5;
 
-/// One step of one layer on either backend: lay the cache out, prep, attend. Returns
-/// (q, z).
-#[allow(clippy::too_many_arguments)]
+/// Layer 0 of a block of one `kind`, with an empty cache laid out as `keys`.
+fn layer<B: Backend>(b: &mut B, kind: LayerKind, keys: Keys) -> Layer<B::Cache> {
+    Layer { index: 0, kind, keys, cache: b.cache(0).expect("cache"), sealed_at: None }
+}
+
+/// One step of one layer on either backend: lay the cache out, then attend (prep
+/// included). Returns (q, z).
 fn step<B: Io>(
     b: &mut B,
     c: &dory::Config,
-    cache: &mut B::Cache,
-    keys: &mut Keys,
+    l: &mut Layer<B::Cache>,
     next: Option<Keys>,
     at: Rows,
     qkvg: &[f32],
     rotate: bool,
 ) -> (Vec<f32>, Vec<f32>) {
     if let Some(next) = next {
-        let moves = keys.moves(&next, at.pos0);
-        b.relayout(cache, &next, at.end(), &moves).expect("relayout");
-        *keys = next;
+        let moves = l.keys.moves(&next, at.pos0);
+        b.relayout(&mut l.cache, &next, at.end(), &moves).expect("relayout");
+        l.keys = next;
     }
     let qd = c.q_width();
     let rope = dory::rope::table(c.rope_theta, c.head_dim, at.pos0, at.rows);
     let y = b.put(qkvg);
     let (mut q, mut z) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd));
-    b.prep(0, cache, keys, &mut q, &y, at, rotate.then_some(&rope[..]));
-    b.attend(0, cache, keys, &mut z, &q, &y, at);
+    b.attend(l, &mut z, &mut q, &y, at, rotate.then_some(&rope[..]));
     (b.get(&q, at.rows * qd), b.get(&z, at.rows * qd))
 }
 
@@ -55,15 +57,15 @@ fn exact_attention_matches_the_cpu() {
                 let c = config(4 * d, 2, d, 64, &[name], 1, window);
                 let (_dir, model) = random_model(&c, d as u64, DType::F32);
                 let (mut cpu, mut gpu) = backends(dev, &model);
-                let (mut cc, mut gc) = (cpu.cache(0).unwrap(), gpu.cache(0).unwrap());
-                let (mut kc, mut kg) = (Keys::for_step(kind, window, 1, None), Keys::for_step(kind, window, 1, None));
+                let first = Keys::for_step(kind, window, 1, None);
+                let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
                 let mut pos = 0;
                 for (i, rows) in [5usize, 64, 1, 1, 70, 1, 3, 1].into_iter().enumerate() {
                     let at = Rows { pos0: pos, rows };
                     let next = Keys::for_step(kind, window, rows, None);
                     let y = rand_vec(rows * c.qkvg_width(), 1000 * d as u64 + i as u64);
-                    let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, Some(next), at, &y, rotate);
-                    let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, Some(next), at, &y, rotate);
+                    let (qc, zc) = step(&mut cpu, &c, &mut lc, Some(next), at, &y, rotate);
+                    let (qg, zg) = step(&mut gpu, &c, &mut lg, Some(next), at, &y, rotate);
                     let what = format!(
                         "{} {name} W {window} d {d} rotate {rotate} step {i} ({rows} rows at {pos})",
                         dev.describe()
@@ -86,45 +88,45 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
             let c = config(4 * d, 2, d, 64, &["full"], 1, 7);
             let (_dir, model) = random_model(&c, 40 + d as u64, DType::F32);
             let (mut cpu, mut gpu) = backends(dev, &model);
-            let (mut cc, mut gc) = (cpu.cache(0).unwrap(), gpu.cache(0).unwrap());
             let sampled = Keys::Full { sample: Some(o1.stride) };
-            let (mut kc, mut kg) = (sampled, sampled);
+            let (mut lc, mut lg) = (layer(&mut cpu, LayerKind::Full, sampled), layer(&mut gpu, LayerKind::Full, sampled));
             let what = |s: &str| format!("{} o1 d {d} sealed at {seal}: {s}", dev.describe());
             // Before the seal: exact, keeping the sampled queries.
             let at = Rows { pos0: 0, rows: seal };
             let y = rand_vec(seal * c.qkvg_width(), 7);
-            let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, Some(sampled), at, &y, true);
-            let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, Some(sampled), at, &y, true);
+            let (qc, zc) = step(&mut cpu, &c, &mut lc, Some(sampled), at, &y, true);
+            let (qg, zg) = step(&mut gpu, &c, &mut lg, Some(sampled), at, &y, true);
             check(&what("q before"), &qg, &qc, BOUND);
             check(&what("z before"), &zg, &zc, BOUND);
             // The seal, from the CPU's export, after checking the GPU's.
-            let (ec, eg) = (cpu.export(&cc, seal).unwrap(), gpu.export(&gc, seal).unwrap());
+            let (ec, eg) = (cpu.export(&lc.cache, seal).unwrap(), gpu.export(&lg.cache, seal).unwrap());
             check(&what("exported keys"), &eg.keys, &ec.keys, BOUND);
             check(&what("exported values"), &eg.values, &ec.values, 0.0);
             check(&what("exported queries"), &eg.queries, &ec.queries, BOUND);
             let lm = dory::nystrom::seal(&c, &o1, seal, &ec);
             let near = Near { sinks: o1.sinks, window: o1.window };
-            let moves = kc.moves(&Keys::Sealed(near), seal);
-            cpu.seal(&mut cc, &near, &moves, &lm).unwrap();
-            gpu.seal(&mut gc, &near, &moves, &lm).unwrap();
-            let (mut kc, mut kg) = (Keys::Sealed(near), Keys::Sealed(near));
+            let moves = lc.keys.moves(&Keys::Sealed(near), seal);
+            cpu.seal(&mut lc.cache, &near, &moves, &lm).unwrap();
+            gpu.seal(&mut lg.cache, &near, &moves, &lm).unwrap();
+            (lc.keys, lg.keys) = (Keys::Sealed(near), Keys::Sealed(near));
             let mut far_seen = false;
             for p in seal..seal + 30 {
                 if let Some(e) = near.leaving(p).filter(|_| p > seal) {
-                    cpu.push(&mut cc, &near, e);
-                    gpu.push(&mut gc, &near, e);
+                    cpu.push(&mut lc.cache, &near, e);
+                    gpu.push(&mut lg.cache, &near, e);
                 }
                 far_seen |= !near.far(p).is_empty();
                 let y = rand_vec(c.qkvg_width(), 100 + p as u64);
                 let at = Rows { pos0: p, rows: 1 };
-                let (qc, zc) = step(&mut cpu, &c, &mut cc, &mut kc, None, at, &y, true);
-                let (qg, zg) = step(&mut gpu, &c, &mut gc, &mut kg, None, at, &y, true);
+                let (qc, zc) = step(&mut cpu, &c, &mut lc, None, at, &y, true);
+                let (qg, zg) = step(&mut gpu, &c, &mut lg, None, at, &y, true);
                 let far = if near.far(p).is_empty() { "no far span" } else { "far span" };
                 check(&what(&format!("q at {p}")), &qg, &qc, BOUND);
                 check(&what(&format!("z at {p} ({far})")), &zg, &zc, 1e-4);
             }
             assert!(far_seen);
-            assert_eq!(gpu.cache_bytes(&gc), cpu.cache_bytes(&cc).next_multiple_of(16).max(gpu.cache_bytes(&gc)));
+            let (bc, bg) = (cpu.cache_bytes(&lc.cache), gpu.cache_bytes(&lg.cache));
+            assert_eq!(bg, bc.next_multiple_of(16).max(bg));
         }
     }
 }

@@ -101,6 +101,19 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                     gpu.residual(0, part, &mut hg, &og, rows);
                     let n = rows * hidden;
                     check(&name(&format!("residual {part:?}"), rows), &gpu.get(&hg, n), &cpu.get(&hc, n), OP_BOUND);
+                    // The residual and the projection after it (fused for one row on the GPU),
+                    // twice, so that the GPU's hidden state has changed buffers in between.
+                    let (mut hc, mut hg) = (cpu.put(&h), gpu.put(&h));
+                    let mat = if part == Part::Attn { Mat::GateUp(0) } else { Mat::Qkvg(0) };
+                    let width = if part == Part::Attn { 2 * ffn } else { c.qkvg_width() };
+                    for round in 0..2 {
+                        let (mut pc, mut pg) = (cpu.poisoned(rows * width), gpu.poisoned(rows * width));
+                        cpu.residual_project((0, part), &mut hc, &oc, mat, &mut pc, rows);
+                        gpu.residual_project((0, part), &mut hg, &og, mat, &mut pg, rows);
+                        let what = |x: &str| name(&format!("residual_project {part:?} round {round}: {x}"), rows);
+                        check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), OP_BOUND);
+                        check(&what("out"), &gpu.get(&pg, rows * width), &cpu.get(&pc, rows * width), OP_BOUND);
+                    }
                 }
 
                 let gu = rand_vec(rows * 2 * ffn, seed + 5);

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 pub use kernels::{dot, matmul};
 use kernels::{inv_norm, normalize, sigmoid};
 
-use crate::backend::{Backend, Mat, Mix, Part};
+use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
 use crate::config::Config;
 use crate::error::Result;
@@ -143,6 +143,75 @@ fn attend_group(
     }
 }
 
+impl Cpu {
+    /// q ← N(rope(yq)) ⊙ q_scale; k, v into the cache (and sampled queries): the first half
+    /// of `Backend::attend`.
+    fn prep(&self, layer: &mut Layer<CpuCache>, q: &mut [f32], qkvg: &[f32], at: Rows, rope: Option<&[f32]>) {
+        let (keys, cache) = (&layer.keys, &mut layer.cache);
+        let c = &self.c;
+        let (d, qd, kd, eps) = (c.head_dim, c.q_width(), c.kv_width(), c.eps);
+        let q_scale = &self.layers[layer.index].q_scale;
+        for r in 0..at.rows {
+            let y = &qkvg[r * c.qkvg_width()..][..c.qkvg_width()];
+            let rot = rope.map(|t| &t[r * d..][..d]);
+            let qr = &mut q[r * qd..][..qd];
+            qr.copy_from_slice(&y[..qd]);
+            for (qh, sh) in qr.chunks_exact_mut(d).zip(q_scale.chunks_exact(d)) {
+                if let Some(rot) = rot {
+                    crate::rope::rotate(qh, rot);
+                }
+                normalize(qh, eps);
+                qh.iter_mut().zip(sh).for_each(|(q, s)| *q *= s);
+            }
+            let p = at.pos0 + r;
+            if let Keys::Full { sample: Some(stride) } = keys {
+                if p % stride == 0 {
+                    cache.q[p / stride * qd..][..qd].copy_from_slice(qr);
+                }
+            }
+            let slot = keys.slot(p);
+            let kr = &mut cache.k[slot * kd..][..kd];
+            kr.copy_from_slice(&y[qd..qd + kd]);
+            for kh in kr.chunks_exact_mut(d) {
+                if let Some(rot) = rot {
+                    crate::rope::rotate(kh, rot);
+                }
+                normalize(kh, eps);
+            }
+            cache.v[slot * kd..][..kd].copy_from_slice(&y[qd + kd..qd + 2 * kd]);
+        }
+    }
+
+    /// z ← the gated attention of the prepared q: the second half of `Backend::attend`.
+    fn attend_prepared(&self, layer: &Layer<CpuCache>, z: &mut [f32], q: &[f32], qkvg: &[f32], at: Rows) {
+        let (keys, cache) = (&layer.keys, &layer.cache);
+        let c = &self.c;
+        let (d, qd, kd, nk) = (c.head_dim, c.q_width(), c.kv_width(), c.kv_heads);
+        let (scale, width) = (c.attn_scale, c.qkvg_width());
+        let gate_scale = &self.layers[layer.index].gate_scale;
+        // One task per (row, KV head): its four query heads share the keys.
+        z[..at.rows * qd].par_chunks_mut(4 * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
+            let (r, kh) = (t / nk, t % nk);
+            let p = at.pos0 + r;
+            let slots = keys.visible(p).map(|j| keys.slot(j));
+            let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
+            let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
+            match (keys, &cache.landmarks) {
+                (Keys::Sealed(near), Some(lm)) => {
+                    o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
+                }
+                _ => attend_group(z4, q4, &kv, slots, scale, scores),
+            }
+            // The gate: z ⊙ σ(yg ⊙ gate_scale).
+            let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
+            let gs = &gate_scale[kh * 4 * d..][..4 * d];
+            for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
+                *z *= sigmoid(g * s);
+            }
+        });
+    }
+}
+
 impl Backend for Cpu {
     type Buf = Vec<f32>;
     type Cache = CpuCache;
@@ -222,84 +291,17 @@ impl Backend for Cpu {
         matmul(out, x, w, rows, k, n);
     }
 
-    fn prep(
+    fn attend(
         &mut self,
-        layer: usize,
-        cache: &mut CpuCache,
-        keys: &Keys,
+        layer: &mut Layer<CpuCache>,
+        z: &mut Vec<f32>,
         q: &mut Vec<f32>,
         qkvg: &Vec<f32>,
         at: Rows,
         rope: Option<&[f32]>,
     ) {
-        let c = &self.c;
-        let (d, qd, kd, eps) = (c.head_dim, c.q_width(), c.kv_width(), c.eps);
-        let q_scale = &self.layers[layer].q_scale;
-        for r in 0..at.rows {
-            let y = &qkvg[r * c.qkvg_width()..][..c.qkvg_width()];
-            let rot = rope.map(|t| &t[r * d..][..d]);
-            let qr = &mut q[r * qd..][..qd];
-            qr.copy_from_slice(&y[..qd]);
-            for (qh, sh) in qr.chunks_exact_mut(d).zip(q_scale.chunks_exact(d)) {
-                if let Some(rot) = rot {
-                    crate::rope::rotate(qh, rot);
-                }
-                normalize(qh, eps);
-                qh.iter_mut().zip(sh).for_each(|(q, s)| *q *= s);
-            }
-            let p = at.pos0 + r;
-            if let Keys::Full { sample: Some(stride) } = keys {
-                if p % stride == 0 {
-                    cache.q[p / stride * qd..][..qd].copy_from_slice(qr);
-                }
-            }
-            let slot = keys.slot(p);
-            let kr = &mut cache.k[slot * kd..][..kd];
-            kr.copy_from_slice(&y[qd..qd + kd]);
-            for kh in kr.chunks_exact_mut(d) {
-                if let Some(rot) = rot {
-                    crate::rope::rotate(kh, rot);
-                }
-                normalize(kh, eps);
-            }
-            cache.v[slot * kd..][..kd].copy_from_slice(&y[qd + kd..qd + 2 * kd]);
-        }
-    }
-
-    fn attend(
-        &mut self,
-        layer: usize,
-        cache: &CpuCache,
-        keys: &Keys,
-        z: &mut Vec<f32>,
-        q: &Vec<f32>,
-        qkvg: &Vec<f32>,
-        at: Rows,
-    ) {
-        let c = &self.c;
-        let (d, qd, kd, nk) = (c.head_dim, c.q_width(), c.kv_width(), c.kv_heads);
-        let (scale, width) = (c.attn_scale, c.qkvg_width());
-        let gate_scale = &self.layers[layer].gate_scale;
-        // One task per (row, KV head): its four query heads share the keys.
-        z[..at.rows * qd].par_chunks_mut(4 * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
-            let (r, kh) = (t / nk, t % nk);
-            let p = at.pos0 + r;
-            let slots = keys.visible(p).map(|j| keys.slot(j));
-            let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
-            let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
-            match (keys, &cache.landmarks) {
-                (Keys::Sealed(near), Some(lm)) => {
-                    o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
-                }
-                _ => attend_group(z4, q4, &kv, slots, scale, scores),
-            }
-            // The gate: z ⊙ σ(yg ⊙ gate_scale).
-            let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
-            let gs = &gate_scale[kh * 4 * d..][..4 * d];
-            for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
-                *z *= sigmoid(g * s);
-            }
-        });
+        self.prep(layer, q, qkvg, at, rope);
+        self.attend_prepared(layer, z, q, qkvg, at);
     }
 
     fn export(&mut self, cache: &CpuCache, end: usize) -> Result<Exported> {

@@ -1,0 +1,191 @@
+//! Kernel benchmarks on this device: what bounds a decoded token from below (a copy's
+//! bandwidth, a dependent dispatch's cost) and the projections alone, in every shape of
+//! a model and every kernel shape the backend can be built with, timed on the GPU (pass
+//! timestamps, so the CPU's recording is not counted) after the clocks have ramped up.
+//! These need the backend's own kernels and buffers, hence a module of the backend; the
+//! `dory-wgpu-kernels` binary prints them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dory::weights::{DType, TensorView};
+
+use crate::device::GpuDevice;
+use crate::error::gpu_err;
+use crate::kernels::{Gemv1, Options};
+use crate::model::{upload_matrix, Matrix};
+use crate::ops::copy::Params as CopyParams;
+use crate::ops::matmul::{self, Input};
+use crate::ops::MAX_GROUPS;
+use crate::record::{Bind, Recorder, Store};
+
+/// The kernel shapes benchmarks compare, each a variation of `base`: the few-row kernel
+/// for one row too (x held in too little workgroup memory for any matrix), the single-row
+/// projection's rows per run × pieces in flight, and the plain GEMM against the
+/// tensor-core one's tiles and split.
+pub fn kernel_shapes(base: Options) -> Vec<Options> {
+    let mut all = vec![Options { gemv1: Gemv1 { xs: 4, ..base.gemv1 }, ..base }];
+    for rw in [1, 2, 4] {
+        for unroll in [1, 2, 4] {
+            all.push(Options { gemv1: Gemv1 { rw, unroll, ..base.gemv1 }, ..base });
+        }
+    }
+    if base.coop {
+        all.push(Options { coop: false, ..base });
+        for tile in [(2, 2), (2, 4), (4, 2), (4, 4)] {
+            for split in [1, 2] {
+                all.push(Options { coop_tile: tile, coop_split: split, ..base });
+            }
+        }
+    }
+    all
+}
+
+/// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs.
+fn gpu_time(rec: &mut Recorder, rounds: usize, reps: usize, mut work: impl FnMut(&mut Recorder, usize)) -> dory::Result<f64> {
+    if !rec.dev().caps.pass_timestamps {
+        return Err(gpu_err("this adapter has no timestamp queries: the kernels cannot be timed"));
+    }
+    rec.timed = true;
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        rec.gpu_seconds = 0.0;
+        for i in 0..reps {
+            work(rec, i);
+        }
+        rec.submit(None)?;
+        times.push(rec.gpu_seconds / reps as f64);
+    }
+    rec.timed = false;
+    times.sort_by(f64::total_cmp);
+    Ok(times[rounds / 2])
+}
+
+/// Keeps the GPU busy copying for `warm`, so that its clocks are up before timing (they
+/// ramp up only under sustained load).
+pub fn warm_up(dev: &Arc<GpuDevice>, warm: Duration) -> dory::Result<()> {
+    let bytes = (256u64 << 20).min(dev.caps.max_binding) & !15;
+    let (src, dst) = (Store::new(dev, bytes, "warm-up")?, Store::new(dev, bytes, "warm-up")?);
+    let mut rec = Recorder::new(dev.clone())?;
+    let t0 = Instant::now();
+    while t0.elapsed() < warm {
+        copy4(&mut rec, &src, &dst, bytes);
+        rec.submit(Some((&dst, 4)))?;
+    }
+    Ok(())
+}
+
+fn copy4(rec: &mut Recorder, src: &Arc<Store>, dst: &Arc<Store>, bytes: u64) {
+    let kernel = rec.dev().kernels.copy4;
+    let n = (bytes / 16) as usize;
+    let groups = n.div_ceil(256);
+    let x = groups.min(MAX_GROUPS);
+    let y = groups.div_ceil(x);
+    let p = CopyParams { len: n as u32, src_at: 0, dst_at: 0, moves_at: 0, moves: 0, span: 256 * x as u32 };
+    let binds = [(3, Bind::Buf(src.clone())), (4, Bind::Buf(dst.clone()))];
+    rec.dispatch(kernel, &binds, &p, [x as u32, y as u32, 1]);
+}
+
+/// Bytes per second moved (read plus written) by a 16-byte-per-invocation copy between
+/// two buffers of up to 1 GiB each.
+pub fn copy_bandwidth(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
+    let bytes = (1u64 << 30).min(dev.caps.max_binding) & !15;
+    let (src, dst) = (Store::new(dev, bytes, "copy source")?, Store::new(dev, bytes, "copy target")?);
+    let mut rec = Recorder::new(dev.clone())?;
+    let secs = gpu_time(&mut rec, 5, 4, |rec, _| copy4(rec, &src, &dst, bytes))?;
+    Ok(2.0 * bytes as f64 / secs)
+}
+
+/// GPU seconds one dispatch costs inside a compute pass when it depends on the one before
+/// (it writes what the next reads) and does nearly nothing, and the CPU's seconds to
+/// record and submit one (the two overlap while a step runs: batches are submitted as the
+/// CPU goes on recording).
+pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
+    let (src, buf) = (Store::new(dev, 1024, "dispatch probe source")?, Store::new(dev, 1024, "dispatch probe")?);
+    let mut rec = Recorder::new(dev.clone())?;
+    let kernel = dev.kernels.copy;
+    let binds = [(0, Bind::Buf(src)), (1, Bind::Buf(buf.clone()))];
+    let p = CopyParams { len: 1, src_at: 0, dst_at: 1, moves_at: 0, moves: 0, span: 256 };
+    let many = 2000;
+    let gpu = gpu_time(&mut rec, 5, many, |rec, _| rec.dispatch(kernel, &binds, &p, [1, 1, 1]))?;
+    let t0 = Instant::now();
+    for _ in 0..many {
+        rec.dispatch(kernel, &binds, &p, [1, 1, 1]);
+    }
+    rec.submit(None)?;
+    let cpu = t0.elapsed().as_secs_f64() / many as f64;
+    rec.submit(Some((&buf, 4)))?;
+    Ok((gpu, cpu))
+}
+
+/// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
+/// them, enough that together they do not fit in the GPU's cache (so that a benchmark
+/// reads its weights from memory, as a model does).
+pub fn matrices(dev: &GpuDevice, (n, k): (usize, usize), dtype: DType) -> dory::Result<Vec<Matrix>> {
+    let values = dory::testing::rand_vec(n * k, (n * k) as u64);
+    let bytes: Vec<u8> = match dtype {
+        DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        DType::F16 => values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect(),
+        DType::BF16 => values.iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect(),
+    };
+    let shape = [n, k];
+    let copies = ((256 << 20) / bytes.len().max(1) + 1).min(64);
+    (0..copies).map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }])).collect()
+}
+
+/// One projection's timing.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub kernel: String,
+    pub n: usize,
+    pub k: usize,
+    pub rows: usize,
+    pub dtype: String,
+    pub seconds: f64,
+    /// Bytes of weights read per second (one row), or multiply-adds × 2 per second.
+    pub bytes_per_s: f64,
+    pub flops: f64,
+}
+
+/// The prologue a single-row projection is timed with.
+#[derive(Clone, Copy, Debug)]
+pub enum Prologue {
+    None,
+    Residual,
+    Swiglu,
+}
+
+/// Times `rows` rows of out ← x · Wᵀ over `mats` (copies of one [n, k] matrix, taken in
+/// turn), with `prologue` for one row.
+pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: Prologue) -> dory::Result<Timing> {
+    let (n, k, dtype) = (mats[0].n, mats[0].k, mats[0].dtype);
+    let width = if matches!(prologue, Prologue::Swiglu) { 2 * k } else { k };
+    let upload = |len: usize, seed: u64| Store::with_data(dev, bytemuck::cast_slice(&dory::testing::rand_vec(len, seed)), "input");
+    let x = upload(rows * width, 1)?;
+    let o = upload(rows * width, 2)?;
+    let scales = upload(2 * k, 3)?;
+    let h_next = Store::new(dev, 4 * (rows * k) as u64, "h next")?;
+    let out = Store::new(dev, 4 * (rows * n) as u64, "output")?;
+    let input = match prologue {
+        Prologue::None => Input::Plain,
+        Prologue::Residual => Input::Residual { o: &o, alpha: &scales, h_next: &h_next, eps: 1e-6 },
+        Prologue::Swiglu => Input::Swiglu(&scales),
+    };
+    let mut rec = Recorder::new(dev.clone())?;
+    if !matmul::fuses(&rec, &mats[0], rows, input) {
+        return Err(gpu_err(format!("{prologue:?} does not fuse with {rows} rows of [{n}, {k}]")));
+    }
+    let reps = 4 * mats.len();
+    let secs = gpu_time(&mut rec, 5, reps, |rec, i| matmul::record(rec, &mats[i % mats.len()], &x, 0, &out, rows, input))?;
+    let kernel = matmul::kernel_name(&rec, &mats[0], rows, input);
+    Ok(Timing {
+        kernel,
+        n,
+        k,
+        rows,
+        dtype: format!("{dtype:?}"),
+        seconds: secs,
+        bytes_per_s: mats[0].bytes() as f64 / secs,
+        flops: 2.0 * (n * k * rows) as f64 / secs,
+    })
+}

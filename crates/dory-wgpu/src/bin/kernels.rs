@@ -1,0 +1,154 @@
+//! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16] [--quick]`:
+//! kernel benchmarks on the best adapter, as JSON lines, then a table. First the floors
+//! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU);
+//! with a model, its weight bytes and dispatches per token and the floors they give. Then
+//! every projection of the config's shapes, timed alone on the GPU: one row (a decoded
+//! token; with the prologue the backend fuses into it) in every single-row kernel shape,
+//! and 512 rows (a prompt) in every GEMM shape the device can run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dory::weights::DType;
+use dory_wgpu::bench::{self, Prologue, Timing};
+use dory_wgpu::kernels::Options;
+use dory_wgpu::{GpuDevice, GpuModel, Pick};
+use serde_json::json;
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Weight bytes and dispatches of one decoded token (no early exit, after a one-token prompt).
+fn per_token(dev: &Arc<GpuDevice>, dir: &str) -> Result<(usize, u64), String> {
+    let model = dory::Model::load(&PathBuf::from(dir)).map_err(err)?;
+    let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).map_err(err)?;
+    let mut session = dory_wgpu::session(&gm, dory::DEFAULT_CHUNK).map_err(err)?;
+    session.exit = dory::ExitRule::NONE;
+    session.prompt(&[3], false, dory::Want::Last).map_err(err)?;
+    let before = session.forward().backend.dispatches();
+    session.step(5 % model.config.vocab_size as u32).map_err(err)?;
+    Ok((gm.bytes_per_token(model.config.passes), session.forward().backend.dispatches() - before))
+}
+
+fn print(t: &Timing, shape: &str) {
+    let j = json!({"kernel": t.kernel, "shape": shape, "n": t.n, "k": t.k, "rows": t.rows, "dtype": t.dtype,
+        "us": t.seconds * 1e6, "weight_bytes_per_s": t.bytes_per_s, "flops_per_s": t.flops});
+    println!("{j}");
+}
+
+fn run() -> Result<(), String> {
+    let dev = GpuDevice::open(Pick::Any).map_err(err)?;
+    eprintln!("{}", dev.describe());
+    bench::warm_up(&dev, Duration::from_millis(700)).map_err(err)?;
+    let bandwidth = bench::copy_bandwidth(&dev).map_err(err)?;
+    let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(&dev).map_err(err)?;
+    let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
+        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu});
+    let config = match (arg("--model"), arg("--config")) {
+        (Some(dir), _) => {
+            let (bytes, dispatches) = per_token(&dev, &dir)?;
+            let (bw, ds) = (bytes as f64 / bandwidth, dispatches as f64 * dispatch_gpu.max(dispatch_cpu));
+            floors["model"] = json!({"dir": dir, "weight_bytes_per_token": bytes, "dispatches_per_token": dispatches,
+                "bandwidth_floor_s": bw, "dispatch_floor_s": ds, "floor_tokens_per_s": 1.0 / (bw + ds)});
+            Some(dory::Model::load(&PathBuf::from(&dir)).map_err(err)?.config)
+        }
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+            Some(dory::Config::parse(&text, std::path::Path::new(&path)).map_err(err)?)
+        }
+        (None, None) => None,
+    };
+    println!("{floors}");
+    let Some(c) = config else { return Ok(()) };
+    let dtypes: Vec<DType> = arg("--dtypes")
+        .unwrap_or_else(|| "f16,bf16".into())
+        .split(',')
+        .map(|d| match d {
+            "f32" => Ok(DType::F32),
+            "f16" => Ok(DType::F16),
+            "bf16" => Ok(DType::BF16),
+            other => Err(format!("--dtypes: unknown dtype {other:?}")),
+        })
+        .collect::<Result<_, _>>()?;
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (d, f) = (c.hidden, c.ffn);
+    // Each projection of a layer-pass with the prologue the decode step fuses into it, and the head.
+    let shapes = [
+        ("qkvg", (c.qkvg_width(), d), Prologue::Residual),
+        ("out", (d, c.q_width()), Prologue::None),
+        ("gate_up", (2 * f, d), Prologue::Residual),
+        ("down", (d, f), Prologue::Swiglu),
+        ("head", (c.vocab_size, d), Prologue::None),
+    ];
+    let base = Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes);
+    let variants = if quick { vec![base] } else { bench::kernel_shapes(base) };
+    let mut weights = vec![];
+    for &dtype in &dtypes {
+        for &(name, nk, prologue) in &shapes {
+            weights.push((name, prologue, bench::matrices(&dev, nk, dtype).map_err(err)?));
+        }
+    }
+    let mut table = vec![];
+    for options in variants {
+        let vdev = Arc::new(dev.with_options(options).map_err(err)?);
+        // Single rows where the variant changes them, prompts where it changes the GEMM.
+        let one = options.gemv1 != base.gemv1 || options == base;
+        let many = options.coop != base.coop
+            || options.coop_tile != base.coop_tile
+            || options.coop_split != base.coop_split
+            || options == base;
+        for (name, prologue, mats) in &weights {
+            let mut runs = vec![];
+            if one {
+                runs.push((1, Prologue::None));
+                if !matches!(prologue, Prologue::None) {
+                    runs.push((1, *prologue));
+                }
+            }
+            if many && *name != "head" {
+                runs.push((512, Prologue::None));
+            }
+            for (rows, pro) in runs {
+                match bench::projection(&vdev, mats, rows, pro) {
+                    Ok(t) => {
+                        print(&t, name);
+                        table.push((*name, t));
+                    }
+                    Err(e) => eprintln!("{name} {rows} rows {pro:?}: {e}"),
+                }
+            }
+        }
+    }
+    eprintln!("\n{:<8}{:>6}{:>7}{:>6} {:<46}{:>9}{:>11}{:>11}", "matrix", "n", "k", "rows", "kernel", "µs", "GB/s", "TFLOP/s");
+    for (name, t) in &table {
+        eprintln!(
+            "{name:<8}{:>6}{:>7}{:>6} {:<46}{:>9.2}{:>11.0}{:>11.1}",
+            t.n,
+            t.k,
+            t.rows,
+            format!("{} {}", t.dtype, t.kernel),
+            t.seconds * 1e6,
+            t.bytes_per_s / 1e9,
+            t.flops / 1e12
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
