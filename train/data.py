@@ -54,6 +54,9 @@ from dory import tokenizer as toks  # noqa: E402
 from dory import tokens  # noqa: E402
 import rdata  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import heldout  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 PASSAGE_CHARS = 2000
@@ -561,6 +564,16 @@ def build(cache: Path, out: Path, vocab: int) -> dict:
     for folder in (out, carry):
         (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     shutil.copy(out / "tokenizer.json", carry / "tokenizer.json")
+    # The held-out text (bench/heldout.py, the one source of it) and its tokens as
+    # `dory ppl` reads the text: encoded whole, no specials. train.py scores the latter.
+    text, _, _ = heldout.heldout_text(out)
+    (out / "heldout.txt").write_text(text)
+    held = np.array(tok.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+    tokens.write(carry / "heldout.u16.xz", held)
+    meta["heldout"] = {"file": "heldout.txt", "chars": len(text), "bytes": len(text.encode()),
+                       "tokens": int(len(held)), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    for folder in (out, carry):
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 

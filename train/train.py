@@ -76,6 +76,9 @@ def parse(argv=None):
     ap.add_argument("--eval-windows", type=int, default=0,
                     help="validation windows of the evaluations during training (0: all)")
     ap.add_argument("--decode-eval-iters", type=int, default=4)
+    ap.add_argument("--heldout", type=Path, default=None,
+                    help="token file of the held-out text (bench/heldout.py's text, tokenized), scored at the "
+                         "end as `dory ppl` windows it (default: DATA/heldout.u16[.xz] if present; 'none': skip)")
     ap.add_argument("--ckpt-every", type=int, default=500)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--no-export", action="store_true")
@@ -347,20 +350,54 @@ def load_split(folder: Path, split: str) -> np.ndarray:
 
 
 def evaluate(a, model, val, bos, device, amp, decode: bool) -> dict:
-    """Validation perplexity per pass (all windows at the end, --eval-windows during
-    training) and, at the end, in the decode semantics."""
+    """Validation perplexity and bits per byte per pass (all windows at the end,
+    --eval-windows during training) and, at the end, in the decode semantics; at the end
+    also on the held-out text as `dory ppl` windows it (--heldout)."""
     wins = perplexity.windows(val, bos, a.seq + 1, None if decode else (a.eval_windows or None))
     dtype = torch.bfloat16 if device.type == "cuda" else None
+    nbytes = token_bytes(a, model.cfg.vocab_size)
     model.eval()
-    out = {"val_windows": len(wins),
-           "val_ppl_per_pass": [round(p, 3) for p in perplexity.per_pass(model, wins, a.batch, device, dtype)]}
-    if decode:
-        out["val_ppl_decode"] = {
-            p: [round(x, 3) for x in perplexity.decode_semantics(model, wins, a.batch, device, p,
-                                                                  a.decode_eval_iters, dtype)]
-            for p in range(1, model.cfg.passes + 1)}
+    out = {"val_windows": len(wins)}
+    if nbytes is None:
+        out["val_ppl_per_pass"] = [round(p, 3) for p in perplexity.per_pass(model, wins, a.batch, device, dtype)]
+        if decode:
+            out["val_ppl_decode"] = {
+                p: [round(x, 3) for x in perplexity.decode_semantics(model, wins, a.batch, device, p,
+                                                                      a.decode_eval_iters, dtype)]
+                for p in range(1, model.cfg.passes + 1)}
+    else:
+        r = perplexity.score(model, [wins], a.batch, device, nbytes, a.decode_eval_iters, dtype, decode)
+        out.update({"val_tokens": r["tokens"], "val_bytes": r["bytes"],
+                    "val_ppl_per_pass": r["ppl_per_pass"], "val_bpb_per_pass": r["bpb_per_pass"]})
+        if decode:
+            out.update({"val_ppl_decode": r["ppl_decode"], "val_bpb_decode": r["bpb_decode"]})
+        path, held = heldout_ids(a) if decode else (None, None)
+        if held is not None:
+            h = perplexity.score(model, perplexity.text_windows(held, bos, a.seq + 1), a.batch, device,
+                                 nbytes, a.decode_eval_iters, dtype)
+            out["heldout"] = {"file": str(path), **h}
     model.train()
     return out
+
+
+def token_bytes(a, vocab_size: int):
+    """Byte lengths of the token ids (for bits per byte), or None without a byte-level
+    tokenizer.json beside the data."""
+    try:
+        return perplexity.token_bytes(a.data / "tokenizer.json", vocab_size)
+    except (FileNotFoundError, ValueError, KeyError):
+        return None
+
+
+def heldout_ids(a):
+    """(path, ids) of the held-out text, tokenized (--heldout, else DATA/heldout.u16[.xz]);
+    (None, None) when there is none."""
+    if a.heldout is not None:
+        return (None, None) if str(a.heldout) == "none" else (a.heldout, token_files.read(a.heldout))
+    for name in ("heldout.u16", "heldout.u16.xz"):
+        if (a.data / name).exists():
+            return a.data / name, token_files.read(a.data / name)
+    return None, None
 
 
 def save_ckpt(a, main_proc, model, opt, step, elapsed, seen, batches, world) -> None:
