@@ -567,7 +567,8 @@ def build(cache: Path, out: Path, vocab: int) -> dict:
     # The held-out text (bench/heldout.py, the one source of it) and its tokens as
     # `dory ppl` reads the text: encoded whole, no specials. train.py scores the latter.
     text, _, _ = heldout.heldout_text(out)
-    (out / "heldout.txt").write_text(text)
+    for folder in (out, carry):
+        (folder / "heldout.txt").write_text(text)
     held = np.array(tok.encode(text, add_special_tokens=False).ids, dtype=np.int64)
     tokens.write(carry / "heldout.u16.xz", held)
     meta["heldout"] = {"file": "heldout.txt", "chars": len(text), "bytes": len(text.encode()),
