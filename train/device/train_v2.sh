@@ -23,7 +23,7 @@
 # Environment: LIMIT (the call's seconds, default 550), CANDIDATES (names from the table
 # below), TRIAL_STEPS (default 300: 19.7M tokens each), RESERVE (seconds kept for the final
 # evaluation and export, default 60), MIN_RUN (least seconds of the run; trials are
-# dropped from the end of the list to keep them, default 150), EXTRA (more train.py
+# dropped from the end of the list to keep them, default 120), EXTRA (more train.py
 # arguments, every run), DRY=1 (CPU, tiny shapes).
 # Degrades with LIMIT: trials that do not fit are dropped (fewer than two: no trial, the
 # first candidate trains from scratch for the whole time); the run's length is time-based.
@@ -32,10 +32,10 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 
 T0=$(date +%s)
 LIMIT=${LIMIT:-550}
 DRY=${DRY:-0}
-CANDIDATES=${CANDIDATES:-"l3w320 l3w320p8 l3w384 l4w384"}
+CANDIDATES=${CANDIDATES:-"l3w320 l3w320p8 l4w384 l4w384p8"}
 TRIAL_STEPS=${TRIAL_STEPS:-300}
 RESERVE=${RESERVE:-60}
-MIN_RUN=${MIN_RUN:-150}
+MIN_RUN=${MIN_RUN:-120}
 OUT=${OUT:-/tmp/dory-out}
 RUN=${RUN:-/tmp/dory-v2}
 DATA=${DATA:-train/data/carry}
@@ -45,13 +45,17 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 
 # name → config, pass weights, read-out loss weight, estimated trial seconds on an H200
-# (compile ~20 s + the steps at the logged throughput with half the batches in the decode
-# regime: ~680k tokens/s for l3w320, less for the wider and deeper ones + the evaluation).
+# (start ~8 s, compile ~20 s, the steps at the logged throughput with half the batches in
+# the decode regime — ~680k tokens/s for l3w320, ~400k expected for l4w384 — and the
+# evaluation). The p8 recipes put twice the weight on 4-pass batches and a lighter loss on
+# the intermediate read-outs: v1's passes 3 and 4 scored worse than pass 2, and these ask
+# whether training the full depth more makes every pass pay.
 declare -A CFG=([l3w320]=train/configs/dory-tiny.json [l3w320p8]=train/configs/dory-tiny.json
-                [l3w384]=train/configs/dory-v2-l3w384.json [l4w384]=train/configs/dory-v2-l4w384.json)
-declare -A PW=([l3w320]=1,1,2,4 [l3w320p8]=1,1,2,8 [l3w384]=1,1,2,4 [l4w384]=1,1,2,4)
-declare -A RO=([l3w320]=0.2 [l3w320p8]=0.3 [l3w384]=0.2 [l4w384]=0.2)
-declare -A EST=([l3w320]=60 [l3w320p8]=60 [l3w384]=72 [l4w384]=90)
+                [l3w384]=train/configs/dory-v2-l3w384.json
+                [l4w384]=train/configs/dory-v2-l4w384.json [l4w384p8]=train/configs/dory-v2-l4w384.json)
+declare -A PW=([l3w320]=1,1,2,4 [l3w320p8]=1,1,2,8 [l3w384]=1,1,2,4 [l4w384]=1,1,2,4 [l4w384p8]=1,1,2,8)
+declare -A RO=([l3w320]=0.2 [l3w320p8]=0.1 [l3w384]=0.2 [l4w384]=0.2 [l4w384p8]=0.1)
+declare -A EST=([l3w320]=60 [l3w320p8]=60 [l3w384]=72 [l4w384]=90 [l4w384p8]=90)
 
 COMMON=(--data "$DATA" --seq 1024 --batch 64 --lr 2e-3 --warmup 100 --dropout 0.1 --decode-frac 0.5
         --compile --log-every 50 --decode-eval-iters 4 --ckpt-every 100000 --shard-mb 15)
