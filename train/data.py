@@ -249,7 +249,16 @@ def unwrap(paragraph: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(]?[A-Z])", text) if s.strip()]
+    """Sentences of an unwrapped text: cut at the spaces after . ! or ? (and a closing
+    quote or bracket) before a capital, then re-joined where the cut followed a title or
+    an initial ("Mr. Speaker", "U. S. Army"). " ".join() of the result is the text."""
+    out: list[str] = []
+    for s in re.split(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(]?[A-Z])", text):
+        if out and re.search(r"\b(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Gen|Gov|Hon|No|Jr|Sr)\.$", out[-1]):
+            out[-1] += " " + s
+        elif s:
+            out.append(s)
+    return out
 
 
 # The Brown Corpus samples Eisenhower's 1960 address (cg35), one of its held-out passages
@@ -269,15 +278,7 @@ def sotu(archive: Path) -> list[Passage]:
             if path.parent.name != "data" or path.suffix != ".txt" or path.stem in SOTU_SKIP:
                 continue
             text = unwrap(tar.extractfile(m).read().decode("utf-8", errors="replace"))
-            # Keep the split from cutting inside a sentence: re-join the pieces the
-            # splitter made at abbreviations ("Mr. Speaker", "U. S. Army").
-            sents: list[str] = []
-            for s in split_sentences(text):
-                if sents and re.search(r"\b(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Gen|Gov|Hon|No|Jr|Sr)\.$", sents[-1]):
-                    sents[-1] += " " + s
-                else:
-                    sents.append(s)
-            out += paragraphs_to_passages("sotu", path.stem, sents, joiner=" ")
+            out += paragraphs_to_passages("sotu", path.stem, split_sentences(text), joiner=" ")
     return out
 
 
