@@ -135,7 +135,7 @@ echo "== chosen: $CHOSEN — $(left)s left"
 
 # The run: the chosen trial continued (or, with no trial, a fresh run) until RESERVE
 # seconds before the end, then evaluated and exported.
-if [ -f "$RUN/$CHOSEN/ckpt.pt" ]; then
+if [ -f "$RUN/$CHOSEN/ckpt.pt" ] && [ -f "$RUN/$CHOSEN/trial.json" ]; then
     DONE=$($PY -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["elapsed"]))' "$RUN/$CHOSEN/trial.json")
     RESUME=--resume
 else
