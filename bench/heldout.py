@@ -1,22 +1,70 @@
-"""Held-out text for perplexity benchmarks: the validation split that train/data.py built
-(passages the tokenizer and the model never trained on), decoded back to text.
+"""Held-out text for perplexity and bits-per-byte benchmarks: the validation split that
+train/data.py built (passages the tokenizer and the model never trained on), decoded back to
+text. The one source of held-out text: `train/data.py build` also writes it, as
+train/data/heldout.txt and, tokenized, carry/heldout.u16.xz (what train.py scores).
 
-Usage: python bench/heldout.py OUT.txt   (needs `python train/data.py fetch && build` first)
+Usage: python bench/heldout.py OUT.txt [--data train/data] [--sources shakespeare,milton,kjv,brown]
+(needs `python train/data.py fetch && build` first; --sources keeps those sources' passages,
+e.g. the four of dory-tiny v1, whose held-out passages are the same.)
 """
-import sys
+from __future__ import annotations
+
+import argparse
+import json
 from pathlib import Path
 
 import numpy as np
-from tokenizers import Tokenizer
 
-root = Path(__file__).resolve().parent.parent
-data = root / "train" / "data"
-ids = np.fromfile(data / "val.u16", dtype=np.uint16)
-tok = Tokenizer.from_file(str(data / "tokenizer.json"))
-# Passages are stored as <|bos|> text <|eos|>: split at bos, drop the special tokens.
-bos = tok.token_to_id("<|bos|>")
-cuts = np.flatnonzero(ids == bos).tolist() + [len(ids)]
-passages = [tok.decode(ids[a:b].tolist(), skip_special_tokens=True).strip() for a, b in zip(cuts, cuts[1:])]
-text = "\n\n".join(p for p in passages if p)
-Path(sys.argv[1]).write_text(text)
-print(f"{len(passages)} passages, {len(text)} characters, {len(ids)} tokens → {sys.argv[1]}")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def val_ids(data: Path, sources: list[str] | None = None) -> np.ndarray:
+    """The validation token stream, or the part of it from the given sources (the split
+    lays each source's passages out together, in meta.json's order)."""
+    raw = (data / "val.u16").read_bytes() if (data / "val.u16").exists() else None
+    if raw is None:
+        import lzma
+        raw = lzma.decompress((data / "val.u16.xz").read_bytes())
+    ids = np.frombuffer(raw, dtype="<u2")
+    if not sources:
+        return ids
+    meta = json.loads((data / "meta.json").read_text())
+    parts, at = [], 0
+    for name, src in meta["sources"].items():
+        n = src["val"]["tokens"]
+        if name in sources:
+            parts.append(ids[at:at + n])
+        at += n
+    unknown = set(sources) - set(meta["sources"])
+    if unknown:
+        raise SystemExit(f"unknown sources {sorted(unknown)}; known: {list(meta['sources'])}")
+    return np.concatenate(parts)
+
+
+def heldout_text(data: Path, sources: list[str] | None = None) -> tuple[str, int, int]:
+    """(text, passages, tokens): the held-out passages decoded, blank-line separated."""
+    from tokenizers import Tokenizer
+
+    ids = val_ids(data, sources)
+    tok = Tokenizer.from_file(str(data / "tokenizer.json"))
+    # Passages are stored as <|bos|> text <|eos|>: split at bos, drop the special tokens.
+    bos = tok.token_to_id("<|bos|>")
+    cuts = np.flatnonzero(ids == bos).tolist() + [len(ids)]
+    passages = [tok.decode(ids[a:b].tolist(), skip_special_tokens=True).strip() for a, b in zip(cuts, cuts[1:])]
+    return "\n\n".join(p for p in passages if p), len(passages), len(ids)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--data", type=Path, default=ROOT / "train" / "data")
+    ap.add_argument("--sources", default=None, help="comma-separated source names (default: all)")
+    a = ap.parse_args(argv)
+    text, n, tokens = heldout_text(a.data, a.sources.split(",") if a.sources else None)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(text)
+    print(f"{n} passages, {len(text)} characters, {len(text.encode())} bytes, {tokens} tokens → {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -59,6 +59,9 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, default=0, help="total steps (0: time budget only)")
     ap.add_argument("--time-budget", type=float, default=0, help="seconds of training (0: steps only)")
     ap.add_argument("--stop-at", type=float, default=1.0, help="end the run at this progress")
+    ap.add_argument("--max-steps", type=int, default=0,
+                    help="end the run at this step, the schedule unchanged (0: no such end; equal-token "
+                         "trial runs that a --resume may continue)")
     ap.add_argument("--pass-weights", type=str, default=None,
                     help="relative odds of running 1..P passes in a batch "
                          "(default 1,1,2,4,…: doubling towards P from pass 2)")
@@ -76,9 +79,17 @@ def parse(argv=None):
     ap.add_argument("--eval-windows", type=int, default=0,
                     help="validation windows of the evaluations during training (0: all)")
     ap.add_argument("--decode-eval-iters", type=int, default=4)
+    ap.add_argument("--heldout", type=Path, default=None,
+                    help="token file of the held-out text (bench/heldout.py's text, tokenized), scored at the "
+                         "end as `dory ppl` windows it (default: DATA/heldout.u16[.xz] if present; 'none': skip)")
     ap.add_argument("--ckpt-every", type=int, default=500)
     ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--no-export", action="store_true")
+    ap.add_argument("--no-export", action="store_true", help="no final evaluation and no model folder")
+    ap.add_argument("--no-model", action="store_true", help="the final evaluation, but no model folder")
+    ap.add_argument("--final-windows", type=int, default=0,
+                    help="validation windows of the final evaluation (0: all)")
+    ap.add_argument("--heldout-tokens", type=int, default=0,
+                    help="score only the first N tokens of the held-out text (0: all), as dory ppl --tokens")
     ap.add_argument("--export-dtype", choices=["bf16", "f16", "f32"], default="bf16")
     ap.add_argument("--shard-mb", type=float, default=0, help="export as shards of at most this many MB")
     ap.add_argument("--device", default=None)
@@ -214,11 +225,11 @@ def main(argv=None) -> dict:
                        "device": str(device), "tokens_per_step": a.batch * a.seq * world,
                        "args": {k: str(v) for k, v in vars(a).items()}})
     window_flops, window_tokens, window_start = 0.0, 0, time.perf_counter()
-    first_loss = None
+    first_loss = last_loss = None
     t_last = time.perf_counter()
     while True:
         prog = progress(a, step, elapsed)
-        if prog >= min(1.0, a.stop_at):
+        if prog >= min(1.0, a.stop_at) or (a.max_steps and step >= a.max_steps):
             break
         lr = learning_rate(a, step, prog)
         for g in opt.param_groups:
@@ -252,6 +263,8 @@ def main(argv=None) -> dict:
             cfg, a.seq, passes, readouts, a.decode_iters if decode else 0)
         if first_loss is None:
             first_loss = float(final.detach())
+        if step % a.log_every == 0 or (a.max_steps and step >= a.max_steps):
+            last_loss = float(final.detach())
         now = time.perf_counter()
         elapsed += now - t_last
         t_last = now
@@ -274,10 +287,12 @@ def main(argv=None) -> dict:
             t_last = time.perf_counter()
 
     save_ckpt(a, main_proc, model, opt, step, elapsed, seen, batches, world)
-    result = {"steps": step, "tokens": seen, "elapsed": round(elapsed, 1), "first_loss": first_loss}
+    result = {"steps": step, "tokens": seen, "elapsed": round(elapsed, 1), "first_loss": first_loss,
+              "last_loss": None if last_loss is None else round(last_loss, 4)}
     if main_proc and not a.no_export:
         result.update(evaluate(a, model, val, bos, device, amp, decode=True))
-        export(a, model)
+        if not a.no_model:
+            export(a, model)
         (a.out / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
     log(a, main_proc, {"event": "end", **result})
     if world > 1:
@@ -347,20 +362,63 @@ def load_split(folder: Path, split: str) -> np.ndarray:
 
 
 def evaluate(a, model, val, bos, device, amp, decode: bool) -> dict:
-    """Validation perplexity per pass (all windows at the end, --eval-windows during
-    training) and, at the end, in the decode semantics."""
-    wins = perplexity.windows(val, bos, a.seq + 1, None if decode else (a.eval_windows or None))
+    """Validation perplexity and bits per byte per pass (all windows at the end,
+    --eval-windows during training) and, at the end, in the decode semantics; at the end
+    also on the held-out text as `dory ppl` windows it (--heldout)."""
+    wins = perplexity.windows(val, bos, a.seq + 1)
+    limit = a.final_windows if decode else a.eval_windows
+    if limit and limit < len(wins):
+        # Evenly spread over the split, so that every source's held-out passages count
+        # (the split lays the sources out one after another).
+        wins = wins[np.unique(np.linspace(0, len(wins) - 1, limit).round().astype(int))]
     dtype = torch.bfloat16 if device.type == "cuda" else None
+    nbytes = token_bytes(a, model.cfg.vocab_size)
     model.eval()
-    out = {"val_windows": len(wins),
-           "val_ppl_per_pass": [round(p, 3) for p in perplexity.per_pass(model, wins, a.batch, device, dtype)]}
-    if decode:
-        out["val_ppl_decode"] = {
-            p: [round(x, 3) for x in perplexity.decode_semantics(model, wins, a.batch, device, p,
-                                                                  a.decode_eval_iters, dtype)]
-            for p in range(1, model.cfg.passes + 1)}
+    out = {"val_windows": len(wins)}
+    if nbytes is None:
+        out["val_ppl_per_pass"] = [round(p, 3) for p in perplexity.per_pass(model, wins, a.batch, device, dtype)]
+        if decode:
+            out["val_ppl_decode"] = {
+                p: [round(x, 3) for x in perplexity.decode_semantics(model, wins, a.batch, device, p,
+                                                                      a.decode_eval_iters, dtype)]
+                for p in range(1, model.cfg.passes + 1)}
+    else:
+        r = perplexity.score(model, [wins], a.batch, device, nbytes, a.decode_eval_iters, dtype, decode)
+        out.update({"val_tokens": r["tokens"], "val_bytes": r["bytes"],
+                    "val_ppl_per_pass": r["ppl_per_pass"], "val_bpb_per_pass": r["bpb_per_pass"]})
+        if decode:
+            out.update({"val_ppl_decode": r["ppl_decode"], "val_bpb_decode": r["bpb_decode"]})
+        path, held = heldout_ids(a) if decode else (None, None)
+        if held is not None:
+            h = perplexity.score(model, perplexity.text_windows(held, bos, a.seq + 1), a.batch, device,
+                                 nbytes, a.decode_eval_iters, dtype)
+            out["heldout"] = {"file": str(path), **h}
     model.train()
     return out
+
+
+def token_bytes(a, vocab_size: int):
+    """Byte lengths of the token ids (for bits per byte), or None without a byte-level
+    tokenizer.json beside the data."""
+    try:
+        return perplexity.token_bytes(a.data / "tokenizer.json", vocab_size)
+    except (FileNotFoundError, ValueError, KeyError):
+        return None
+
+
+def heldout_ids(a):
+    """(path, ids) of the held-out text, tokenized (--heldout, else DATA/heldout.u16[.xz]);
+    (None, None) when there is none."""
+    if a.heldout is not None:
+        if str(a.heldout) == "none":
+            return None, None
+        ids = token_files.read(a.heldout)
+        return a.heldout, ids[:a.heldout_tokens] if a.heldout_tokens else ids
+    for name in ("heldout.u16", "heldout.u16.xz"):
+        if (a.data / name).exists():
+            ids = token_files.read(a.data / name)
+            return a.data / name, ids[:a.heldout_tokens] if a.heldout_tokens else ids
+    return None, None
 
 
 def save_ckpt(a, main_proc, model, opt, step, elapsed, seen, batches, world) -> None:

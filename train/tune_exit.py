@@ -2,8 +2,9 @@
 
     python train/tune_exit.py --model models/dory-tiny --data train/data --windows 6
 
-For every rule of the sweep: perplexity with every token decoded step by step (the
-batched fixed point of perplexity.decode_with_exit) and the mean passes per token; the
+For every rule of the sweep: perplexity and bits per byte with every token decoded step by
+step (the batched fixed point of perplexity.decode_with_exit) and the mean passes per token,
+on --windows validation windows spread over the split; the
 tuned rule is the one that saves the most passes within --budget (default 1 %) of the
 perplexity without early exit.
 """
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,19 +52,24 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     model = load(a.model, torch.float32)
     cfg = model.cfg
-    wins = perplexity.windows(load_split(a.data, "val"), cfg.bos, a.seq + 1, a.windows)
+    wins = perplexity.windows(load_split(a.data, "val"), cfg.bos, a.seq + 1)
+    if a.windows and a.windows < len(wins):  # spread over the split, so every source counts
+        wins = wins[np.unique(np.linspace(0, len(wins) - 1, a.windows).round().astype(int))]
+    nbytes = perplexity.target_bytes(wins, perplexity.token_bytes(a.model / "tokenizer.json", cfg.vocab_size))
+    count = wins[:, 1:].numel()
     cpu = torch.device("cpu")
     rows = []
     for crit, tau, k in [("none", 0.0, 1)] + parse_rules(a.rules):
         t0 = time.time()
         ppl, passes = perplexity.decode_with_exit(model, wins, 4, cpu, Exit(crit, tau, k), a.iterations)
         rows.append({"criterion": crit, "threshold": tau, "min_passes": k, "ppl": round(ppl, 3),
+                     "bpb": round(perplexity.bits_per_byte(count * math.log(ppl), nbytes), 5),
                      "passes": round(passes, 3)})
         print(json.dumps({**rows[-1], "seconds": round(time.time() - t0, 1)}), flush=True)
     base = rows[0]["ppl"]
     ok = [r for r in rows[1:] if r["ppl"] <= base * (1 + a.budget)]
     best = min(ok, key=lambda r: r["passes"]) if ok else None
-    print(json.dumps({"windows": len(wins), "tokens": int(wins[:, 1:].numel()), "no_exit_ppl": base,
+    print(json.dumps({"windows": len(wins), "tokens": int(count), "bytes": nbytes, "no_exit_ppl": base,
                       "tuned": best}))
 
 

@@ -1,5 +1,11 @@
-"""Validation perplexity of the parallel form, per pass and in the decode semantics.
+"""Validation perplexity and bits per byte of the parallel form, per pass and in the decode
+semantics.
 
+- Bits per byte (the engine's `dory ppl` computes the same): over the scored targets,
+  bpb = Σ −ln p(target) / (ln 2 · B), B = Σ the UTF-8 byte length of each target token's
+  bytes, special tokens (<|bos|>, <|eos|>) counting 0. On a text cut into windows that
+  each start with <|bos|> (`text_windows`), every text token is a target once and B is
+  the text's size in bytes.
 - Per pass: one P-pass forward with read-outs gives every pass's logits at once, because
   in the parallel semantics the first k passes of a P-pass run are a k-pass run.
 - Decode semantics (every token fed as a decoding step, all p passes, no exit): the fixed
@@ -11,7 +17,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -49,9 +57,15 @@ def _ce(model, state, targets) -> float:
     return float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
 
 
-@torch.no_grad()
 def per_pass(model, wins: torch.Tensor, batch: int, device, autocast=None) -> list[float]:
     """Perplexity after each pass 1..P: [ppl_1, …, ppl_P]."""
+    sums, count = per_pass_nll(model, wins, batch, device, autocast)
+    return [math.exp(s / count) for s in sums]
+
+
+@torch.no_grad()
+def per_pass_nll(model, wins: torch.Tensor, batch: int, device, autocast=None) -> tuple[list[float], int]:
+    """Summed −ln p of the targets after each pass 1..P, and the number of targets."""
     passes = model.cfg.passes
     sums, count = [0.0] * passes, 0
     for a in range(0, len(wins), batch):
@@ -61,14 +75,21 @@ def per_pass(model, wins: torch.Tensor, batch: int, device, autocast=None) -> li
             for k, s in enumerate(states):
                 sums[k] += _ce(model, s, w[:, 1:])
         count += w[:, 1:].numel()
-    return [math.exp(s / count) for s in sums]
+    return sums, count
 
 
-@torch.no_grad()
 def decode_semantics(model, wins: torch.Tensor, batch: int, device, passes: int,
                      iterations: int, autocast=None) -> list[float]:
     """Perplexity with every token decoded step by step (all `passes` passes): the
     decode regime iterated; entry n is the perplexity after n + 1 iterations."""
+    sums, count = decode_nll(model, wins, batch, device, passes, iterations, autocast)
+    return [math.exp(s / count) for s in sums]
+
+
+@torch.no_grad()
+def decode_nll(model, wins: torch.Tensor, batch: int, device, passes: int,
+               iterations: int, autocast=None) -> tuple[list[float], int]:
+    """decode_semantics' summed −ln p after each iteration, and the number of targets."""
     sums, count = [0.0] * iterations, 0
     for a in range(0, len(wins), batch):
         w = wins[a:a + batch].to(device)
@@ -78,7 +99,100 @@ def decode_semantics(model, wins: torch.Tensor, batch: int, device, passes: int,
                 states, kv = model(w[:, :-1], passes=passes, final_kv=kv)
                 sums[it] += _ce(model, states[-1], w[:, 1:])
         count += w[:, 1:].numel()
-    return [math.exp(s / count) for s in sums]
+    return sums, count
+
+
+# -- bits per byte ----------------------------------------------------------------------
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """The byte-level BPE alphabet (GPT-2's): every byte as one printable character."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def token_bytes(tokenizer_json: str | Path, vocab_size: int | None = None) -> np.ndarray:
+    """The UTF-8 byte length of every token id's bytes, from a byte-level BPE tokenizer.json
+    (read as JSON: no tokenizers library needed); special (added) tokens count 0."""
+    spec = json.loads(Path(tokenizer_json).read_text())
+    if (spec.get("decoder") or {}).get("type") != "ByteLevel":
+        raise ValueError(f"{tokenizer_json}: bits per byte needs a byte-level BPE tokenizer")
+    vocab = dict(spec["model"]["vocab"])
+    special = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
+    for t in spec.get("added_tokens", []):
+        vocab.setdefault(t["content"], t["id"])
+    n = max(vocab_size or 0, max(vocab.values()) + 1)
+    out = np.zeros(n, dtype=np.int64)
+    alphabet = set(_bytes_to_unicode().values())
+    for tok, i in vocab.items():
+        if i in special:
+            continue
+        # A normal token is a string over the 256-character alphabet, one character a
+        # byte; a non-special added token is plain text.
+        out[i] = len(tok) if all(c in alphabet for c in tok) else len(tok.encode("utf-8"))
+    return out
+
+
+def target_bytes(wins: torch.Tensor, nbytes: np.ndarray) -> int:
+    """B of a set of windows: the byte lengths of the scored targets (all but each first token)."""
+    return int(nbytes[wins[:, 1:].numpy()].sum())
+
+
+def bits_per_byte(nll: float, nbytes: int) -> float:
+    """bpb from the summed −ln p (nats) of targets whose bytes number nbytes."""
+    return nll / (math.log(2) * nbytes)
+
+
+def text_windows(ids: np.ndarray, bos: int | None, length: int) -> list[torch.Tensor]:
+    """A tokenized text cut as `dory ppl` cuts it: consecutive chunks of length − 1 tokens
+    (length without bos), each after a <|bos|>; the last chunk may be shorter. Returned as
+    one [N, length] batch of the full windows and, if any, a [1, n] batch of the rest."""
+    room = length - (bos is not None)
+    head = [] if bos is None else [bos]
+    full = len(ids) // room
+    out = []
+    if full:
+        body = np.asarray(ids[:full * room]).reshape(full, room)
+        if head:
+            body = np.concatenate([np.full((full, 1), bos), body], axis=1)
+        out.append(torch.from_numpy(body.astype(np.int64)))
+    rest = np.asarray(ids[full * room:])
+    if len(rest) + len(head) >= 2:
+        out.append(torch.from_numpy(np.array(head + rest.tolist(), dtype=np.int64))[None])
+    return out
+
+
+def score(model, batches: list[torch.Tensor], batch: int, device, nbytes: np.ndarray,
+          iterations: int, autocast=None, decode: bool = True) -> dict:
+    """Perplexity and bits per byte per pass (parallel semantics) and, with `decode`, in
+    the decode semantics with 1..P passes (after `iterations` iterations of its fixed
+    point): {"tokens", "bytes", "ppl_per_pass", "bpb_per_pass", "ppl_decode", "bpb_decode"}."""
+    P = model.cfg.passes
+    B = sum(target_bytes(w, nbytes) for w in batches)
+    sums, count = [0.0] * P, 0
+    for w in batches:
+        s, c = per_pass_nll(model, w, batch, device, autocast)
+        sums = [a + b for a, b in zip(sums, s)]
+        count += c
+    out = {"tokens": count, "bytes": B,
+           "ppl_per_pass": [round(math.exp(s / count), 4) for s in sums],
+           "bpb_per_pass": [round(bits_per_byte(s, B), 5) for s in sums]}
+    if decode:
+        out["ppl_decode"], out["bpb_decode"] = {}, {}
+        for p in range(1, P + 1):
+            d = [0.0] * iterations
+            for w in batches:
+                s, _ = decode_nll(model, w, batch, device, p, iterations, autocast)
+                d = [a + b for a, b in zip(d, s)]
+            out["ppl_decode"][p] = [round(math.exp(s / count), 4) for s in d]
+            out["bpb_decode"][p] = [round(bits_per_byte(s, B), 5) for s in d]
+    return out
 
 
 @torch.no_grad()

@@ -2,6 +2,7 @@
 that ends where an unbroken one does; nGPT's renormalisation holds after every step."""
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import train as trainer
-from dory import load
+from dory import load, perplexity
 from dory import tokens as token_files
 from dory.model import embedding_dim
 
@@ -55,6 +56,32 @@ def test_twenty_steps_lower_the_loss(data, tmp_path):
     assert model.cfg.passes == 2
     assert len(result["val_ppl_per_pass"]) == 2 and set(result["val_ppl_decode"]) == {1, 2}
     assert result["val_ppl_per_pass"][-1] < 64  # better than uniform over the vocabulary
+
+
+def test_eval_reports_bits_per_byte(data, tmp_path):
+    """With a byte-level tokenizer.json beside the token files, eval.json has bits per byte
+    beside every perplexity, and the held-out text (heldout.u16) scored as `dory ppl` does."""
+    from dory import tokenizer as toks
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for split in ("train", "val"):
+        (folder / f"{split}.u16").write_bytes((data / f"{split}.u16").read_bytes())
+    toks.train(["some text to learn " * 50], 300).save(str(folder / "tokenizer.json"))
+    token_files.write(folder / "heldout.u16", np.arange(2, 62).repeat(3))  # 180 tokens, no bos
+    result = run(folder, tmp_path / "run", "--steps", "3")
+    saved = json.loads((tmp_path / "run/eval.json").read_text())
+    assert saved["val_bpb_decode"].keys() == {"1", "2"}
+    nb = perplexity.token_bytes(folder / "tokenizer.json")
+    val = token_files.read(folder / "val.u16")
+    wins = perplexity.windows(val, 0, 33)
+    assert result["val_bytes"] == nb[wins[:, 1:].numpy()].sum() and result["val_tokens"] == wins[:, 1:].numel()
+    for ppl, bpb in zip(result["val_ppl_per_pass"], result["val_bpb_per_pass"]):
+        # bpb = Σ −ln p / (ln 2 · B) = tokens · ln ppl / (ln 2 · B)
+        assert bpb == pytest.approx(result["val_tokens"] * math.log(ppl) / (math.log(2) * result["val_bytes"]), rel=1e-3)
+    held = result["heldout"]
+    assert held["tokens"] == 180 and held["bytes"] == nb[np.arange(2, 62).repeat(3)].sum()
+    assert len(held["bpb_per_pass"]) == 2 and set(held["bpb_decode"]) == {1, 2}
 
 
 def test_weights_stay_unit_along_the_embedding_dim(data, tmp_path):
