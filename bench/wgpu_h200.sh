@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Issue 5's GPU benchmark and test run, for the lent H200 (or any machine with a GPU).
+# The GPU benchmark and test run, for the lent H200 (or any machine with a GPU).
 #
-#   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-floors) and the GPU
+#   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-kernels) and the GPU
 #                              test binary, stripped, into .wgpu-carry/; the Vulkan
 #                              loader's .deb into .gl/ (both ignored; carry them)
 #   bench/wgpu_h200.sh run     there, from the repository root: the GPU tests (CI=true:
-#                              no adapter is a failure), the floors, `dory bench --backend
-#                              wgpu` at depths 0, 4k and 32k (exact and O(1)) for
-#                              models/dory-tiny and a random model of bench/wgpu-large.json
-#                              (f16), and the PyTorch reference (bench/wgpu_torch.py).
-#                              Writes $OUT (or bench/out) wgpu_*.jsonl and logs; prints a
-#                              table last.
-#   bench/wgpu_h200.sh run quick   the GPU tests, then decode and prefill of dory-tiny at
-#                              depth 0 and of the larger model at depths 0 and 4k only
-#                              (a short device call)
+#                              no adapter is a failure), the floors and kernel timings
+#                              (dory-wgpu-kernels), `dory bench --backend wgpu` at depths
+#                              0, 4k and 32k (exact and O(1)) for models/dory-tiny and a
+#                              random model of bench/wgpu-large.json (f16), and the
+#                              PyTorch reference (bench/wgpu_torch.py, its best: compiled
+#                              layers in a CUDA graph). Writes $OUT (or bench/out)
+#                              wgpu_*.jsonl and logs; prints a table last.
+#   bench/wgpu_h200.sh run quick   the GPU tests, the kernels in their default shapes, then
+#                              decode and prefill of dory-tiny at depth 0 and of the larger
+#                              model at depths 0 and 4k, and PyTorch at depth 0
+#   bench/wgpu_h200.sh run kernels the GPU tests and every kernel shape (dory-wgpu-kernels),
+#                              then what quick runs
+#   bench/wgpu_h200.sh run ab  the GPU tests, every kernel shape (f16), then the larger
+#                              model's decode and prompt under each DORY_WGPU_* switch
+#                              (fusion off, the old one-row kernel, no tensor cores, the
+#                              GEMM's split) and one profiled run, then PyTorch
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -29,7 +36,7 @@ for l in sys.stdin:
         print(m["executable"])')
     target=${CARGO_TARGET_DIR:-target}
     mkdir -p $carry
-    cp "$target/release/dory" "$target/release/dory-wgpu-floors" $carry/
+    cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
     cp "$test_bin" $carry/gpu-tests
     strip $carry/*
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
@@ -44,8 +51,10 @@ for l in sys.stdin:
     du -sh $carry .gl
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick]" >&2; exit 2; }
-quick=$([ "${2:-}" = quick ] && echo 1 || echo 0)
+[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels]" >&2; exit 2; }
+quick=$([ -n "${2:-}" ] && echo 1 || echo 0)
+all_shapes=$([ "${2:-}" = kernels ] || [ "${2:-}" = ab ] && echo 1 || echo 0)
+ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
@@ -88,25 +97,57 @@ run() { # model attention depth reps gen timeout
     timeout "$6" $dory bench --backend wgpu --model "$1" --attention "$2" --depth "$3" --reps "$4" \
         --prompt 512 --gen "$5" --exit none --json | tee -a "$bench"
 }
-floors() {
-    room 30 "floors of $1" || return 0
-    timeout 30 $carry/dory-wgpu-floors --model "$1" | tee -a "$out/wgpu_floors.jsonl"
+floors() { # model dtypes timeout [--quick]
+    room "$3" "kernels of $1" || return 0
+    echo "== kernels: $1"
+    timeout "$3" $carry/dory-wgpu-kernels --model "$1" --dtypes "$2" ${4:-} 2>&1 >>"$out/wgpu_floors.jsonl" \
+        | grep -v XDG_RUNTIME | tee -a "$out/wgpu_kernels.txt"
 }
-floors models/dory-tiny
+room 150 "the larger model" && timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+if ((all_shapes && !ab)); then
+    floors $large f16,bf16 240
+elif ((!ab)); then
+    floors $large f16 60 --quick
+fi
+((ab)) || floors models/dory-tiny bf16 60 --quick
 run models/dory-tiny exact 0 3 128 45
 ((quick)) || run models/dory-tiny o1 4096 2 128 60
-room 150 "the larger model" && timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+if ((ab)) && [ -f $large/config.json ]; then
+    # One switch at a time against the defaults, tagged in the attention column.
+    ab_run() { # tag env...
+        local tag=$1; shift
+        room 40 "$tag" || return 0
+        env "$@" timeout 40 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
+            --exit none --json | sed "s/\"attention\":\"exact\"/\"attention\":\"$tag\"/" | tee -a "$bench"
+    }
+    ab_run "defaults" X=1
+    ab_run "fuse off" DORY_WGPU_FUSE=0
+    ab_run "fuse off, old gemv" DORY_WGPU_FUSE=0 DORY_WGPU_GEMV1=off
+    ab_run "gemv1 4,4" DORY_WGPU_GEMV1=4,4
+    ab_run "no tensor cores" DORY_WGPU_COOP=0
+    ab_run "coop 4,4,1" DORY_WGPU_COOP_TILE=4,4,1
+    ab_run "coop 2,4,2" DORY_WGPU_COOP_TILE=2,4,2
+    if room 60 "the profile"; then
+        DORY_WGPU_PROFILE=1 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
+            --gen 16 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large.txt"
+    fi
+    floors $large f16 120
+fi
 if [ -f $large/config.json ]; then
-    ((quick)) || floors $large
-    run $large exact 0 2 64 90
+    ((ab)) || run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
+    # The prompt on the plain GEMM, for the tensor cores' gain.
+    if room 60 "the larger model without tensor cores"; then
+        DORY_WGPU_COOP=0 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 0 \
+            --exit none --json | sed 's/"attention":"exact"/"attention":"exact, no tensor cores"/' | tee -a "$bench"
+    fi
+fi
+if room 150 "the PyTorch reference"; then
+    echo "== PyTorch reference"
+    timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
 fi
 # A quick run stops here.
 if ((!quick)); then
-    if room 60 "the PyTorch reference"; then
-        echo "== PyTorch reference"
-        timeout 60 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a "$out/wgpu_torch.jsonl"
-    fi
     run models/dory-tiny exact 32768 1 64 80
     if [ -f $large/config.json ]; then
         run $large o1 32768 1 64 120
@@ -119,16 +160,18 @@ python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
 rows = [json.loads(l) for l in open(f"{out}/wgpu_bench.jsonl") if l.startswith("{")]
-floors = {json.loads(l)["model"]["dir"]: json.loads(l) for l in open(f"{out}/wgpu_floors.jsonl") if l.startswith("{")}
-print(f"\n{'model':<22}{'attention':<10}{'depth':>7}{'pp512 tok/s':>14}{'tg tok/s':>12}")
+floors = [json.loads(l) for l in open(f"{out}/wgpu_floors.jsonl") if l.startswith("{")]
+floors = {f["model"]["dir"]: f for f in floors if "model" in f}
+print(f"\n{'model':<22}{'attention':<24}{'depth':>7}{'pp512 tok/s':>14}{'tg tok/s':>12}")
 for r in rows:
     tg = r["tg"]["median"] if r.get("tg") else float("nan")
-    print(f"{r['model'][-20:]:<22}{r['attention']:<10}{r['depth']:>7}{r['pp']['median']:>14.0f}{tg:>12.1f}")
+    print(f"{r['model'][-20:]:<22}{r['attention'][:24]:<24}{r['depth']:>7}{r['pp']['median']:>14.0f}{tg:>12.1f}")
 for m, f in floors.items():
     x = f["model"]
     print(f"floors {m[-20:]}: {x['weight_bytes_per_token']/1e9:.3f} GB/token at {f['copy_bytes_per_s']/1e12:.2f} TB/s → "
-          f"{x['bandwidth_floor_s']*1e6:.0f} µs; {x['dispatches_per_token']} dispatches × {f['dispatch_s']*1e6:.2f} µs → "
-          f"{x['dispatch_floor_s']*1e6:.0f} µs; floor {x['floor_tokens_per_s']:.0f} tok/s, 2× {x['within_2x_tokens_per_s']:.0f}")
+          f"{x['bandwidth_floor_s']*1e6:.0f} µs; {x['dispatches_per_token']} dispatches × "
+          f"{max(f['dispatch_gpu_s'], f['dispatch_cpu_s'])*1e6:.2f} µs → {x['dispatch_floor_s']*1e6:.0f} µs; "
+          f"floor (sum) {x['floor_tokens_per_s']:.0f} tok/s")
 for l in open(f"{out}/wgpu_torch.jsonl"):
     if l.startswith("{"):
         t = json.loads(l)

@@ -270,9 +270,10 @@ impl Backend for Wgpu {
         let none = self.rec.none().clone();
         let qs = cache.q.as_ref().unwrap_or(&none);
         let slots = Slots::of(&layer.keys);
-        // A single row is prepared by attend itself.
+        // A single row is prepared by attend itself (unless fusing is off).
         let prep = Prep { rope_at, sample };
-        if at.rows > 1 {
+        let fused = at.rows == 1 && model.dev.kernels.options.fuse;
+        if !fused {
             let bufs = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
             prep::record(&mut self.rec, c, bufs, slots, at, prep);
         }
@@ -302,7 +303,7 @@ impl Backend for Wgpu {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
             _ => None,
         };
-        let prep = (at.rows == 1).then_some(prep);
+        let prep = fused.then_some(prep);
         let a = Attend { slots, at, split, join: sealed.is_none(), prep };
         attend::record(&mut self.rec, c, &bufs, a);
         if let Some((near, lm)) = sealed {

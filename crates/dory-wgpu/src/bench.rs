@@ -24,29 +24,38 @@ use crate::record::{Bind, Recorder, Store};
 /// projection's rows per run × pieces in flight, and the plain GEMM against the
 /// tensor-core one's tiles and split.
 pub fn kernel_shapes(base: Options) -> Vec<Options> {
-    let mut all = vec![Options { gemv1: Gemv1 { xs: 4, ..base.gemv1 }, ..base }];
-    for rw in [1, 2, 4] {
-        for unroll in [1, 2, 4] {
-            all.push(Options { gemv1: Gemv1 { rw, unroll, ..base.gemv1 }, ..base });
-        }
+    let mut all = vec![base, Options { gemv1: Gemv1 { xs: 4, ..base.gemv1 }, ..base }];
+    for (rw, unroll) in [(1, 4), (2, 2), (2, 4), (4, 2), (4, 4)] {
+        all.push(Options { gemv1: Gemv1 { rw, unroll, ..base.gemv1 }, ..base });
     }
     if base.coop {
         all.push(Options { coop: false, ..base });
-        for tile in [(2, 2), (2, 4), (4, 2), (4, 4)] {
-            for split in [1, 2] {
-                all.push(Options { coop_tile: tile, coop_split: split, ..base });
-            }
+        for (tile, split) in [((2, 4), 2), ((4, 2), 2), ((4, 4), 1), ((4, 4), 2)] {
+            all.push(Options { coop_tile: tile, coop_split: split, ..base });
         }
     }
+    all.dedup();
     all
 }
 
-/// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs.
+/// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs,
+/// after unmeasured passes of at least 50 ms of GPU time in all, so that the clocks,
+/// which fall whenever the GPU idles, are up again.
 fn gpu_time(rec: &mut Recorder, rounds: usize, reps: usize, mut work: impl FnMut(&mut Recorder, usize)) -> dory::Result<f64> {
     if !rec.dev().caps.pass_timestamps {
         return Err(gpu_err("this adapter has no timestamp queries: the kernels cannot be timed"));
     }
     rec.timed = true;
+    rec.gpu_seconds = 0.0;
+    for pass in 0.. {
+        if rec.gpu_seconds > 0.05 || pass >= 200 {
+            break;
+        }
+        for i in 0..reps {
+            work(rec, i);
+        }
+        rec.submit(None)?;
+    }
     let mut times = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         rec.gpu_seconds = 0.0;

@@ -103,16 +103,35 @@ pub struct Options {
     /// split into two f16 parts.
     pub coop_tile: (u32, u32),
     pub coop_split: u32,
+    /// A decoded row's residual fused into the next projection, and its prep into attend.
+    pub fuse: bool,
 }
 
 impl Options {
     /// The defaults for a device with these reductions and, when `coop`, tensor cores;
     /// `workgroup_bytes` is its limit on workgroup memory.
+    /// Environment variables override the shapes, for measuring them without a rebuild:
+    /// DORY_WGPU_GEMV1=RW,UNROLL (or `off`: the few-row kernel for one row too),
+    /// DORY_WGPU_COOP_TILE=WM,WN,SPLIT, DORY_WGPU_FUSE=0.
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         // x in workgroup memory: up to 8192 floats, less where the device allows less
         // (the reductions take 1 KiB).
         let xs = 2048.min(workgroup_bytes.saturating_sub(1024) / 16);
-        Options { reduce, coop, gemv1: Gemv1 { rw: 2, unroll: 2, xs }, coop_tile: (2, 2), coop_split: 2 }
+        let mut o =
+            Options { reduce, coop, gemv1: Gemv1 { rw: 2, unroll: 2, xs }, coop_tile: (4, 4), coop_split: 2, fuse: true };
+        let numbers = |name: &str| -> Option<Vec<u32>> {
+            std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        };
+        if std::env::var("DORY_WGPU_GEMV1").is_ok_and(|v| v == "off") {
+            o.gemv1.xs = 4;
+        } else if let Some(&[rw, unroll]) = numbers("DORY_WGPU_GEMV1").as_deref() {
+            o.gemv1 = Gemv1 { rw, unroll, xs };
+        }
+        if let Some(&[wm, wn, split]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
+            (o.coop_tile, o.coop_split) = ((wm, wn), split);
+        }
+        o.fuse = std::env::var("DORY_WGPU_FUSE").map_or(true, |v| v != "0");
+        o
     }
 }
 

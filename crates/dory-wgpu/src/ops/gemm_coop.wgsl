@@ -45,6 +45,7 @@ var<workgroup> a_hi: array<f16, 32u * WM * SA>;                     // [32 WM, S
 var<workgroup> a_lo: array<f16, 32u * WM * SA * (SPLIT - 1u) + 1u>; // what the rounding left
 var<workgroup> b_sh: array<f16, 32u * WN * SA>;                     // [32 WN, SA]: W's rows (B column-major)
 var<workgroup> c_sh: array<f32, 256u * WM * WN * SPLIT>;            // one or two 16 × 16 tiles per subgroup, on the way out
+var<workgroup> zero_sh: array<f32, 256>;                             // a 16 × 16 tile of zeros
 
 // The remainder's scale: 2¹¹.
 const LO: f32 = 2048.0;
@@ -130,15 +131,22 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     // This subgroup's 32 × 32 block within the workgroup's tile.
     let sm = 32u * (sg / WN);
     let sn = 32u * (sg % WN);
-    var c00: coop_mat16x16<f32, C>;
-    var c01: coop_mat16x16<f32, C>;
-    var c10: coop_mat16x16<f32, C>;
-    var c11: coop_mat16x16<f32, C>;
+    // Accumulators start from a tile of zeros loaded from workgroup memory (a matrix
+    // declared without a value came out as garbage on the H200's driver).
+    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
+        zero_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<coop_mat16x16<f32, C>>(&zero_sh[0], 16u);
+    var c00 = zero;
+    var c01 = zero;
+    var c10 = zero;
+    var c11 = zero;
     // The remainder's products (SPLIT = 2).
-    var d00: coop_mat16x16<f32, C>;
-    var d01: coop_mat16x16<f32, C>;
-    var d10: coop_mat16x16<f32, C>;
-    var d11: coop_mat16x16<f32, C>;
+    var d00 = zero;
+    var d01 = zero;
+    var d10 = zero;
+    var d11 = zero;
     for (var k0 = 0u; k0 < p.k; k0 = k0 + BK) {
         stage(lid, m0, n0, k0);
         workgroupBarrier();

@@ -60,7 +60,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS,
-        Input::Residual { .. } => rows == 1 && row_fits(rec, w),
+        Input::Residual { .. } => rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse,
     }
 }
 
@@ -139,7 +139,8 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             rows: n as u32,
         };
         if rows > GEMV_ROWS {
-            if matches!(input, Input::Plain) {
+            // The plain tiled kernel has no binding 3 (the tensor-core one binds x there).
+            if matches!(input, Input::Plain) && coop.is_none() {
                 binds.truncate(3);
             }
             rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, tile.1), groups_for(rows, tile.0), 1]);
