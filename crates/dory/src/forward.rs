@@ -21,6 +21,9 @@ use crate::exit;
 use crate::nystrom;
 use crate::rope;
 
+/// The default number of rows a prompt chunk runs at once.
+pub const DEFAULT_CHUNK: usize = 256;
+
 /// How full layers attend.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Attention {
