@@ -43,7 +43,8 @@ pub fn run(a: &Args) -> Result<()> {
     let (backend, attention) = (session.backend(), session.attention());
     let (c, peak) = (&model.config, peak_rss());
     if a.json {
-        let stats = |tokens: usize, s: &Stats| json!({"tokens": tokens, "median": s.median, "min": s.min, "max": s.max});
+        let stats =
+            |tokens: usize, s: &Stats| json!({"tokens": tokens, "median": s.median, "min": s.min, "max": s.max});
         let out = json!({
             "commit": commit(),
             "model": model.dir.display().to_string(),

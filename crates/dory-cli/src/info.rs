@@ -1,7 +1,7 @@
 //! `dory info`: what a model is and what it costs.
 
 use anyhow::Result;
-use dory::{Attention, LayerKind};
+use dory::Attention;
 
 use crate::common::{mib, ModelArgs};
 
@@ -18,8 +18,7 @@ pub fn run(a: &Args) -> Result<()> {
     let (model, device) = a.model.open()?;
     let session = a.model.session(&device, &model)?;
     let c = &model.config;
-    let layers: Vec<&str> =
-        c.layers.iter().map(|k| if *k == LayerKind::Sliding { "sliding" } else { "full" }).collect();
+    let layers: Vec<&str> = c.layers.iter().map(|k| k.name()).collect();
     println!("model        {}", model.dir.display());
     println!("backend      {}", session.backend());
     println!(

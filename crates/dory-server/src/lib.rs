@@ -24,7 +24,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
-use dory::{Backend, LayerKind, Model};
+use dory::{Backend, Model};
 
 pub use engine::{Engine, MakeSession};
 use openai::ModelFacts;
@@ -113,7 +113,7 @@ impl App {
         let c = &model.config;
         let facts = ModelFacts {
             passes: c.passes,
-            layers: c.layers.iter().map(|k| if *k == LayerKind::Sliding { "sliding" } else { "full" }).collect(),
+            layers: c.layers.iter().map(|k| k.name()).collect(),
             hidden: c.hidden,
             vocab_size: c.vocab_size,
             parameters: c.parameters(),

@@ -27,8 +27,9 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use backend::Backend;
-pub use config::{Config, Criterion, ExitRule, LayerKind};
+pub use config::{Config, LayerKind};
 pub use error::{Error, Result};
+pub use exit::{Criterion, ExitRule};
 pub use forward::{Attention, Decoded, Forward, Want, DEFAULT_CHUNK};
 pub use generate::{generate, Finish, Generated, Request};
 pub use model::Model;

@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 
 use crate::backend::Backend;
-use crate::config::ExitRule;
 use crate::error::{invalid, Result};
+use crate::exit::ExitRule;
 use crate::forward::{Decoded, Forward, Want};
 use crate::sampler::PENALTY_WINDOW;
 
