@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's GPU benchmark and test run, for the lent H200 (or any machine with a GPU).
+# The wgpu backend's benchmark and GPU test run, for the lent H200 (or any machine with a GPU).
 #
 #   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-floors) and the GPU
 #                              test binary, stripped, into .wgpu-carry/; the Vulkan

@@ -1,9 +1,10 @@
-"""The PyTorch reference for issue 5's decode benchmark: one Dory decoding step (spec §4,
-exact attention, all passes, no early exit) written for speed on a CUDA GPU, timed eager
-and replayed as a CUDA graph. Weights are random (speed does not depend on them) in the
-model file's dtype for the projections (f16), f32 elsewhere; caches are f32, as the
-engine keeps them. Static shapes: the full layer attends over a cache of depth + the
-decoded tokens, masked, so that one captured graph serves every step.
+"""The PyTorch reference for the wgpu decode benchmark (bench/wgpu_h200.sh): one Dory
+decoding step (spec §4, exact attention, all passes, no early exit) written for speed on
+a CUDA GPU, timed eager and replayed as a CUDA graph. Weights are random (speed does not
+depend on them) in the model file's dtype for the projections (f16), f32 elsewhere;
+caches are f32, as the engine keeps them. Static shapes: the full layer attends over a
+cache of depth + the decoded tokens, masked, so that one captured graph serves every
+step.
 
 Usage: python3 bench/wgpu_torch.py CONFIG.json --depth N [--tokens T] [--dtype f16]
 Prints one JSON object per mode (eager, cuda_graph) with decode tokens/s.

@@ -98,59 +98,42 @@ pub fn score<B: Backend>(
     bytes: &[usize],
     mut progress: impl FnMut(usize),
 ) -> Result<Score> {
+    let v = session.forward().config().vocab_size;
     let mut score = Score::default();
     for w in windows {
         session.reset()?;
         match semantics {
-            Semantics::Prefill => prefill(session, w, bytes, &mut score, &mut progress)?,
-            Semantics::Decode => decode(session, w, bytes, &mut score, &mut progress)?,
+            // The window as one segment, the logits of every row handed over chunk by chunk.
+            Semantics::Prefill => {
+                let sink = |first: usize, rows: &[f32]| {
+                    for (i, row) in rows.chunks_exact(v).enumerate() {
+                        if let Some(&next) = w.get(first + i + 1) {
+                            score.add(row, next, bytes);
+                        }
+                    }
+                };
+                session.forward_mut().segment_each(w, 0, Want::All, sink, &mut progress)?;
+            }
+            // The first token as a prompt, then a decoding step each.
+            Semantics::Decode => {
+                let mut logits = session.prompt(&w[..1], false, Want::Last)?.logits;
+                for (i, &next) in w.iter().enumerate().skip(1) {
+                    score.add(&logits, next, bytes);
+                    progress(1);
+                    if i + 1 < w.len() {
+                        let step = session.step(next)?;
+                        score.steps += 1;
+                        score.passes += step.passes;
+                        logits = step.logits;
+                    }
+                }
+            }
         }
     }
     if score.tokens == 0 {
         return Err(invalid!("no token to score"));
     }
     Ok(score)
-}
-
-/// One window as one segment, the logits of every row handed over chunk by chunk.
-fn prefill<B: Backend>(
-    session: &mut Session<B>,
-    w: &[u32],
-    bytes: &[usize],
-    score: &mut Score,
-    progress: &mut impl FnMut(usize),
-) -> Result<()> {
-    let v = session.forward().config().vocab_size;
-    let sink = |first: usize, rows: &[f32]| {
-        for (i, row) in rows.chunks_exact(v).enumerate() {
-            if let Some(&next) = w.get(first + i + 1) {
-                score.add(row, next, bytes);
-            }
-        }
-    };
-    session.forward_mut().segment_each(w, 0, Want::All, sink, progress)
-}
-
-/// One window token by token: its first token as a prompt, then a decoding step each.
-fn decode<B: Backend>(
-    session: &mut Session<B>,
-    w: &[u32],
-    bytes: &[usize],
-    score: &mut Score,
-    progress: &mut impl FnMut(usize),
-) -> Result<()> {
-    let mut logits = session.prompt(&w[..1], false, Want::Last)?.logits;
-    for (i, &next) in w.iter().enumerate().skip(1) {
-        score.add(&logits, next, bytes);
-        progress(1);
-        if i + 1 < w.len() {
-            let step = session.step(next)?;
-            score.steps += 1;
-            score.passes += step.passes;
-            logits = step.logits;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
