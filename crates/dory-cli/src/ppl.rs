@@ -58,8 +58,9 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let semantics = if a.decode { Semantics::Decode } else { Semantics::Prefill };
     let bar = progress(semantics, semantics.work(&windows, a.model.chunk, c.passes), ids.len());
+    let bytes = model.tokenizer.byte_lengths();
     let t0 = Instant::now();
-    let score = session.perplexity(semantics, &windows, &model.tokenizer.byte_lengths(), |n| bar.inc(n as u64))?;
+    let score = session.perplexity(semantics, &windows, &bytes, |n| bar.inc(n as u64))?;
     let secs = t0.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let how = match semantics {
