@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2's CPU benchmark: a random model of the benchmark config (f32 weights), prefill
+# The CPU backend's speed benchmark: a random model of the benchmark config (f32 weights), prefill
 # of a 512-token prompt (pp512) and decode (tg128), ROUNDS interleaved runs of
 # `dory bench`, medians over all repetitions. The machine drifts from minute to minute,
 # so runs of what is compared are interleaved rather than back to back.

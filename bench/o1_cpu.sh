@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's benchmarks on the CPU, on the shipped model:
+# The O(1) attention's benchmarks on the CPU, on the shipped model:
 #  quality — `dory ppl --decode` of held-out text at 2k, 4k and 16k tokens, exact vs O(1)
 #            with landmarks 8/16/32 and rect on/off;
 #  scale   — decode tokens/s, cache bytes and memory while generating 64 tokens after a

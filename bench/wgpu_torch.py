@@ -1,9 +1,9 @@
 """The PyTorch reference for the GPU decode benchmark: one Dory decoding step (spec §4,
 exact attention, all passes, no early exit) written for speed on a CUDA GPU, timed eager,
 replayed as a CUDA graph, and with each layer compiled by torch.compile (Triton kernels
-fused by inductor) inside the replayed CUDA graph: PyTorch's best. Weights are random (speed does not depend on them) in the
-model file's dtype for the projections (f16), f32 elsewhere; caches are f32, as the
-engine keeps them. Static shapes: the full layer attends over a cache of depth + the
+fused by inductor) inside the replayed CUDA graph: PyTorch's best. Weights are random
+(speed does not depend on them) in the model file's dtype for the projections (f16), f32
+elsewhere; caches are f32, as the engine keeps them. Static shapes: the full layer attends over a cache of depth + the
 decoded tokens, masked, so that one captured graph serves every step.
 
 Usage: python3 bench/wgpu_torch.py CONFIG.json --depth N [--tokens T] [--dtype f16]

@@ -1,10 +1,12 @@
-//! What the commands share: finding the model, building a session, exit rules, memory.
+//! What the commands share: finding the model, opening the backend, building a session,
+//! exit rules, sizes.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use dory::{Attention, ExitRule, Model};
-pub use dory_wgpu::select::{Choice, Job, Sessions};
+
+use crate::device::{AnySession, Choice, Device};
 
 /// Where the model comes from (`--model`).
 #[derive(clap::Args, Clone, Debug)]
@@ -56,18 +58,18 @@ impl ModelArgs {
         Model::load(&dir).with_context(|| format!("cannot load the model in {}", dir.display()))
     }
 
-    /// Loads the model and runs `job` on the backend `--backend` picks: the one place
-    /// where a command (`serve` too) becomes code generic over the backend.
-    pub fn run<J: Job<Output = Result<()>>>(&self, job: J) -> Result<()> {
+    /// Loads the model and opens the backend `--backend` picks for it.
+    pub fn open(&self) -> Result<(Model, Device)> {
         let model = self.load()?;
-        dory_wgpu::select::dispatch(self.backend, model, job).context("cannot open the backend")?
+        let device = Device::open(self.backend, &model).context("cannot open the backend")?;
+        Ok((model, device))
     }
 
-    /// A session from `sessions` with `--chunk`, `--attention` and `--o1`.
-    pub fn session<S: Sessions>(&self, sessions: &S, model: &Model) -> Result<dory::Session<S::Backend>> {
+    /// A session on `device` with `--chunk`, `--attention` and `--o1`.
+    pub fn session(&self, device: &Device, model: &Model) -> Result<AnySession> {
         anyhow::ensure!(self.chunk >= 1, "--chunk must be ≥ 1");
         let attention = self.attention(&model.config)?;
-        let mut session = sessions.session(model, self.chunk)?;
+        let mut session = device.session(model, self.chunk)?;
         session.set_attention(attention)?;
         Ok(session)
     }
@@ -94,23 +96,6 @@ impl ModelArgs {
 /// `--exit`: `none`, `kl:T` or `confidence:T`, optionally `…:T:MIN_PASSES`.
 pub fn parse_exit(text: &str) -> Result<ExitRule> {
     text.parse().map_err(|e| anyhow::anyhow!("--exit: {e}"))
-}
-
-/// The process's peak resident memory in bytes, where the OS tells it.
-pub fn peak_rss() -> Option<u64> {
-    proc_status("VmHWM:")
-}
-
-/// The process's resident memory now.
-pub fn rss() -> Option<u64> {
-    proc_status("VmRSS:")
-}
-
-fn proc_status(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// Bytes in MiB, or in KiB below one MiB.

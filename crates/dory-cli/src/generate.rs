@@ -4,9 +4,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use dory::{Request, Sampling};
+use dory::{Generated, Request, Sampling};
 
-use crate::common::{mib, parse_exit, peak_rss, Job, ModelArgs, Sessions};
+use dory::bench::peak_rss;
+
+use crate::common::{mib, parse_exit, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -78,46 +80,13 @@ pub fn run(a: &Args) -> Result<()> {
     let sampling = a.sampling.sampling();
     sampling.validate()?;
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
-    let prompt = match a.prompt.as_deref() {
-        Some(p) if p != "-" => p.to_string(),
-        _ => {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).context("cannot read the prompt from standard input")?;
-            s
-        }
-    };
-    a.model.run(Generate { a, sampling, exit, prompt })
-}
-
-/// The rest of `run`, on the backend `--backend` picks.
-struct Generate<'a> {
-    a: &'a Args,
-    sampling: Sampling,
-    exit: Option<dory::ExitRule>,
-    prompt: String,
-}
-
-impl Job for Generate<'_> {
-    type Output = Result<()>;
-    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
-        let Generate { a, sampling, exit, prompt } = self;
-        generate(a, sampling, exit, &prompt, &model, sessions)
-    }
-}
-
-fn generate<S: Sessions>(
-    a: &Args,
-    sampling: Sampling,
-    exit: Option<dory::ExitRule>,
-    prompt: &str,
-    model: &dory::Model,
-    sessions: S,
-) -> Result<()> {
-    let mut session = a.model.session(&sessions, model)?;
+    let prompt = read_prompt(a.prompt.as_deref())?;
+    let (model, device) = a.model.open()?;
+    let mut session = a.model.session(&device, &model)?;
     if let Some(exit) = exit {
-        session.exit = exit;
+        session.set_exit(exit);
     }
-    let ids = model.tokenizer.encode(prompt)?;
+    let ids = model.tokenizer.encode(&prompt)?;
     let req = Request { max_tokens: a.max_tokens, sampling, stop: a.stop.clone(), bos: !a.no_bos };
     let mut out = std::io::stdout().lock();
     if !a.no_echo {
@@ -127,7 +96,7 @@ fn generate<S: Sessions>(
     let mut logits: Vec<f32> = vec![];
     let mut tokens: Vec<i32> = vec![];
     let mut write_err = None;
-    let gen = dory::generate(&mut session, &model.tokenizer, &ids, &req, |t| {
+    let gen = session.generate(&model, &ids, &req, |t| {
         if a.logits.is_some() {
             logits.extend_from_slice(t.logits);
             tokens.push(t.id as i32);
@@ -150,21 +119,35 @@ fn generate<S: Sessions>(
         dory::npy::write(&tokens_path(path), &[steps], &tokens)?;
     }
     if a.stats {
-        let prefill = gen.prompt_tokens as f64 / gen.prefill_time.as_secs_f64();
-        // The first token comes from the prompt's logits: decode speed counts the rest.
-        let decoded = gen.tokens.len().saturating_sub(1);
-        let decode = decoded as f64 / gen.decode_time.as_secs_f64();
-        eprintln!(
-            "prefill: {} tokens, {prefill:.1} tokens/s | decode: {decoded} tokens, {decode:.1} tokens/s | \
-             passes per token: {:.2} of {} | finish: {:?} | peak memory: {}",
-            gen.prompt_tokens,
-            gen.mean_passes(),
-            model.config.passes,
-            gen.finish,
-            peak_rss().map_or("n/a".into(), mib),
-        );
+        eprintln!("{}", stats(&gen, model.config.passes));
     }
     Ok(())
+}
+
+/// The prompt argument, or standard input when it is absent or "-".
+fn read_prompt(arg: Option<&str>) -> Result<String> {
+    if let Some(p) = arg.filter(|&p| p != "-") {
+        return Ok(p.to_string());
+    }
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).context("cannot read the prompt from standard input")?;
+    Ok(s)
+}
+
+/// `--stats`: speeds, passes and memory in one line.
+fn stats(gen: &Generated, passes: usize) -> String {
+    let prefill = gen.prompt_tokens as f64 / gen.prefill_time.as_secs_f64();
+    // The first token comes from the prompt's logits: decode speed counts the rest.
+    let decoded = gen.tokens.len().saturating_sub(1);
+    let decode = decoded as f64 / gen.decode_time.as_secs_f64();
+    format!(
+        "prefill: {} tokens, {prefill:.1} tokens/s | decode: {decoded} tokens, {decode:.1} tokens/s | \
+         passes per token: {:.2} of {passes} | finish: {:?} | peak memory: {}",
+        gen.prompt_tokens,
+        gen.mean_passes(),
+        gen.finish,
+        peak_rss().map_or("n/a".into(), mib),
+    )
 }
 
 /// FILE.npy → FILE.tokens.npy.

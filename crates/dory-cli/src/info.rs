@@ -1,9 +1,9 @@
 //! `dory info`: what a model is and what it costs.
 
 use anyhow::Result;
-use dory::{Attention, Backend, LayerKind};
+use dory::Attention;
 
-use crate::common::{mib, Job, ModelArgs, Sessions};
+use crate::common::{mib, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -15,26 +15,12 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    a.model.run(Info(a))
-}
-
-/// `run` on the backend `--backend` picks.
-struct Info<'a>(&'a Args);
-
-impl Job for Info<'_> {
-    type Output = Result<()>;
-    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
-        info(self.0, &model, &sessions)
-    }
-}
-
-fn info<S: Sessions>(a: &Args, model: &dory::Model, sessions: &S) -> Result<()> {
+    let (model, device) = a.model.open()?;
+    let session = a.model.session(&device, &model)?;
     let c = &model.config;
-    let session = a.model.session(sessions, model)?;
-    let layers: Vec<&str> =
-        c.layers.iter().map(|k| if *k == LayerKind::Sliding { "sliding" } else { "full" }).collect();
+    let layers: Vec<&str> = c.layers.iter().map(|k| k.name()).collect();
     println!("model        {}", model.dir.display());
-    println!("backend      {}", session.forward().backend.name());
+    println!("backend      {}", session.backend());
     println!(
         "shape        hidden {} · heads {} (kv {}) × {} · ffn {} · vocab {}",
         c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab_size
@@ -53,7 +39,7 @@ fn info<S: Sessions>(a: &Args, model: &dory::Model, sessions: &S) -> Result<()> 
         "weights      {} stored ({:?}), {} as the backend holds them",
         mib(model.weights.stored_bytes as u64),
         model.weights.dtype(),
-        mib(sessions.weight_bytes(model) as u64)
+        mib(device.weight_bytes(&model) as u64)
     );
     // Both modes, the O(1) one with the settings the session would use.
     let o1 = match a.model.attention(c)? {

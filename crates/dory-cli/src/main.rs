@@ -2,10 +2,12 @@
 
 mod bench;
 mod common;
+mod device;
 mod generate;
 mod info;
 mod init;
 mod ppl;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -32,27 +34,7 @@ enum Command {
     /// Prompt-processing and generation speed, with repetitions.
     Bench(bench::Args),
     /// Serve the model over HTTP: an OpenAI-compatible API and a web page (docs/SERVER.md).
-    Serve {
-        #[command(flatten)]
-        model: common::ModelArgs,
-        #[command(flatten)]
-        server: dory_server::Args,
-    },
-}
-
-/// `dory serve` on the backend `--backend` picks: every worker's session comes from the
-/// same `Sessions` (one device and one copy of the weights for all of them).
-struct Serve<'a> {
-    args: common::ModelArgs,
-    server: &'a dory_server::Args,
-}
-
-impl common::Job for Serve<'_> {
-    type Output = anyhow::Result<()>;
-    fn run<S: common::Sessions>(self, model: dory::Model, sessions: S) -> anyhow::Result<()> {
-        let args = self.args;
-        dory_server::run(model, self.server, move |m: &dory::Model| args.session(&sessions, m))
-    }
+    Serve(serve::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -75,7 +57,7 @@ fn main() -> std::process::ExitCode {
             Command::Ppl(a) => ppl::run(a),
             Command::Init(a) => init::run(a),
             Command::Bench(a) => bench::run(a),
-            Command::Serve { model, server } => model.run(Serve { args: model.clone(), server }),
+            Command::Serve(a) => serve::run(a),
         }
     };
     match run() {

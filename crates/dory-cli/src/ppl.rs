@@ -1,17 +1,14 @@
-//! `dory ppl`: perplexity of a text file, with the prefill semantics (each window one
-//! segment, every row all passes) or, with `--decode`, the decode semantics (token by
-//! token, as generation feeds them: the only way to exercise the O(1) path on long
-//! texts, and early exit).
+//! `dory ppl`: perplexity and bits per byte of a text file (`dory::perplexity` scores
+//! it), with the prefill semantics or, with `--decode`, the decode semantics.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use dory::exit::log_softmax;
-use dory::Want;
-use indicatif::{ProgressBar, ProgressStyle};
+use anyhow::{Context, Result};
+use dory::perplexity::{self, Score, Semantics};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::common::{parse_exit, Job, ModelArgs, Sessions};
+use crate::common::{mib, parse_exit, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -40,32 +37,9 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<()> {
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
-    a.model.run(Ppl { a, exit, text })
-}
-
-/// The rest of `run`, on the backend `--backend` picks.
-struct Ppl<'a> {
-    a: &'a Args,
-    exit: Option<dory::ExitRule>,
-    text: String,
-}
-
-impl Job for Ppl<'_> {
-    type Output = Result<()>;
-    fn run<S: Sessions>(self, model: dory::Model, sessions: S) -> Result<()> {
-        ppl(self.a, self.exit, &self.text, &model, &sessions)
-    }
-}
-
-fn ppl<S: Sessions>(
-    a: &Args,
-    exit: Option<dory::ExitRule>,
-    text: &str,
-    model: &dory::Model,
-    sessions: &S,
-) -> Result<()> {
+    let (model, device) = a.model.open()?;
     let c = &model.config;
-    let mut ids = model.tokenizer.encode(text)?;
+    let mut ids = model.tokenizer.encode(&text)?;
     if let Some(n) = a.tokens {
         anyhow::ensure!(ids.len() >= n, "{}: has {} tokens, fewer than --tokens {n}", a.file.display(), ids.len());
         ids.truncate(n);
@@ -76,89 +50,56 @@ fn ppl<S: Sessions>(
         (None, true) => ids.len() + 1,
     };
     let bos = if a.no_bos { None } else { c.bos_token_id };
-    let room = context.saturating_sub(usize::from(bos.is_some()));
-    if context < 2 || room < 1 {
-        bail!("--context must leave room for at least one token to score, got {context}");
-    }
-    if ids.len() < 1 + usize::from(bos.is_none()) {
-        bail!("{}: too short to score: {} tokens", a.file.display(), ids.len());
-    }
-    let windows: Vec<Vec<u32>> = ids.chunks(room).map(|w| bos.into_iter().chain(w.iter().copied()).collect()).collect();
-    let mut session = a.model.session(sessions, model)?;
+    let windows = perplexity::windows(&ids, bos, context)
+        .with_context(|| format!("cannot score {} with --context {context}", a.file.display()))?;
+    let mut session = a.model.session(&device, &model)?;
     if let Some(exit) = exit {
-        session.exit = exit;
+        session.set_exit(exit);
     }
-    let (chunk, v) = (a.model.chunk, c.vocab_size);
-    let total: usize = if a.decode {
-        windows.iter().map(Vec::len).sum()
-    } else {
-        windows.iter().map(|w| w.len().div_ceil(chunk.min(w.len())) * c.passes).sum()
+    let semantics = if a.decode { Semantics::Decode } else { Semantics::Prefill };
+    let bar = progress(semantics, semantics.work(&windows, a.model.chunk, c.passes), ids.len());
+    let bytes = model.tokenizer.byte_lengths();
+    let t0 = Instant::now();
+    let score = session.perplexity(semantics, &windows, &bytes, |n| bar.inc(n as u64))?;
+    let secs = t0.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let how = match semantics {
+        Semantics::Decode => format!(
+            "decode semantics, {} attention, {:.2} passes per step, cache {} at the end",
+            session.attention(),
+            score.passes_per_step(),
+            mib(session.cache_bytes() as u64)
+        ),
+        Semantics::Prefill => "prefill semantics".to_string(),
     };
-    let bar = ProgressBar::new(total as u64);
-    let unit = if a.decode { "tokens" } else { "chunk-passes" };
+    let fed: usize = windows.iter().map(Vec::len).sum();
+    println!("{}; {how}; {:.1} tokens/s", summary(&score, windows.len(), context), fed as f64 / secs);
+    Ok(())
+}
+
+/// A bar of `work` units, drawn only for texts long enough to wait for.
+fn progress(semantics: Semantics, work: usize, tokens: usize) -> ProgressBar {
+    let bar = ProgressBar::new(work as u64);
+    let unit = if semantics == Semantics::Decode { "tokens" } else { "chunk-passes" };
     bar.set_style(
         ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {unit}, {{elapsed}} (eta {{eta}})"))
             .expect("template"),
     );
-    if ids.len() < 4096 {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    if tokens < 4096 {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let (mut nll, mut scored, mut passes) = (0.0f64, 0usize, 0usize);
-    let t0 = Instant::now();
-    for w in &windows {
-        session.reset()?;
-        if a.decode {
-            let mut logits = session.prompt(&w[..1], false, Want::Last)?.logits;
-            for (i, &next) in w.iter().enumerate().skip(1) {
-                nll -= log_softmax(&logits)[next as usize];
-                scored += 1;
-                bar.inc(1);
-                if i + 1 < w.len() {
-                    let step = session.step(next)?;
-                    passes += step.passes;
-                    logits = step.logits;
-                }
-            }
-            continue;
-        }
-        session.forward_mut().segment_each(
-            w,
-            0,
-            Want::All,
-            |first, rows| {
-                for (i, row) in rows.chunks_exact(v).enumerate() {
-                    if let Some(&next) = w.get(first + i + 1) {
-                        nll -= log_softmax(row)[next as usize];
-                        scored += 1;
-                    }
-                }
-            },
-            |n| bar.inc(n as u64),
-        )?;
-    }
-    bar.finish_and_clear();
-    if scored == 0 {
-        bail!("no token to score");
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    let fed: usize = windows.iter().map(Vec::len).sum();
-    let semantics = if a.decode {
-        let steps = fed - 2 * windows.len();
-        format!(
-            "decode semantics, {} attention, {:.2} passes per step, cache {} at the end",
-            session.forward().attention().name(),
-            passes as f64 / steps.max(1) as f64,
-            crate::common::mib(session.forward().cache_bytes() as u64)
-        )
-    } else {
-        "prefill semantics".to_string()
-    };
-    println!(
-        "perplexity {:.4} (mean NLL {:.4} nats) over {scored} tokens in {} windows of ≤ {context}; {semantics}; {:.1} tokens/s",
-        (nll / scored as f64).exp(),
-        nll / scored as f64,
-        windows.len(),
-        fed as f64 / secs
-    );
-    Ok(())
+    bar
+}
+
+/// What the score is, over what.
+fn summary(s: &Score, windows: usize, context: usize) -> String {
+    format!(
+        "perplexity {:.4} (mean NLL {:.4} nats, {:.4} bits per byte) over {} tokens ({} bytes) in {windows} \
+         windows of ≤ {context}",
+        s.perplexity(),
+        s.mean_nll(),
+        s.bits_per_byte(),
+        s.tokens,
+        s.bytes
+    )
 }

@@ -33,6 +33,17 @@ impl Meta {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         Meta { id: format!("{prefix}-{created:x}{n:06x}"), created, model }
     }
+
+    /// An answer, or a chunk of one (`object` says which), around `choices`.
+    pub fn answer<C>(
+        &self,
+        object: &'static str,
+        choices: Vec<C>,
+        usage: Option<Usage>,
+        dory: Option<Dory>,
+    ) -> Answer<C> {
+        Answer { id: self.id.clone(), object, created: self.created, model: self.model.clone(), choices, usage, dory }
+    }
 }
 
 pub fn finish_reason(f: Finish) -> &'static str {
@@ -66,69 +77,51 @@ pub async fn collect(mut rx: UnboundedReceiver<Event>) -> Result<(String, Summar
 }
 
 pub fn stream_completion(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
-    let chunk = move |choices: Vec<CompletionChoice>, usage: Option<Usage>, dory: Option<Dory>| Completion {
-        id: meta.id.clone(),
-        object: "text_completion",
-        created: meta.created,
-        model: meta.model.clone(),
-        choices,
-        usage,
-        dory,
-    };
-    let choice = |text: String, finish: Option<&'static str>| CompletionChoice {
+    let choice = |text: Option<String>, finish| CompletionChoice {
         index: 0,
-        text,
+        text: text.unwrap_or_default(),
         logprobs: None,
         finish_reason: finish,
     };
-    sse(rx, vec![], move |event| match event {
-        Event::Token { id, passes, text } => {
-            vec![data(&chunk(vec![choice(text, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
-        }
-        Event::Done(s) => closing(
-            &chunk(
-                vec![choice(String::new(), Some(finish_reason(s.finish)))],
-                None,
-                Some(Dory::Summary(app.summary(&s))),
-            ),
-            include_usage.then(|| chunk(vec![], Some(usage(&s)), None)).as_ref(),
-        ),
-        Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
-    })
+    stream(app, rx, meta, "text_completion", include_usage, vec![], choice)
 }
 
 pub fn stream_chat(app: Arc<App>, rx: UnboundedReceiver<Event>, meta: Meta, include_usage: bool) -> Response {
-    let chunk = move |choices: Vec<ChatChunkChoice>, usage: Option<Usage>, dory: Option<Dory>| ChatChunk {
-        id: meta.id.clone(),
-        object: "chat.completion.chunk",
-        created: meta.created,
-        model: meta.model.clone(),
-        choices,
-        usage,
-        dory,
-    };
-    let choice = |delta: Delta, finish: Option<&'static str>| ChatChunkChoice {
+    let choice = |content: Option<String>, finish| ChatChunkChoice {
         index: 0,
-        delta,
+        delta: Delta { role: None, content },
         logprobs: None,
         finish_reason: finish,
     };
     // OpenAI's streams open with the role.
-    let first =
-        data(&chunk(vec![choice(Delta { role: Some("assistant"), content: Some(String::new()) }, None)], None, None));
-    sse(rx, vec![first], move |event| match event {
+    let mut open = choice(Some(String::new()), None);
+    open.delta.role = Some("assistant");
+    let first = data(&meta.answer("chat.completion.chunk", vec![open], None, None));
+    stream(app, rx, meta, "chat.completion.chunk", include_usage, vec![first], choice)
+}
+
+/// A stream of `object` chunks after `first`: each token's text as a choice
+/// (`choice(Some(text), None)`), then a choice with the finish reason and no text, then
+/// the usage when the client asked for it.
+fn stream<C: Serialize>(
+    app: Arc<App>,
+    rx: UnboundedReceiver<Event>,
+    meta: Meta,
+    object: &'static str,
+    include_usage: bool,
+    first: Vec<String>,
+    choice: impl Fn(Option<String>, Option<&'static str>) -> C + Send + 'static,
+) -> Response {
+    sse(rx, first, move |event| match event {
         Event::Token { id, passes, text } => {
-            let delta = Delta { role: None, content: Some(text) };
-            vec![data(&chunk(vec![choice(delta, None)], None, Some(Dory::Token(DoryToken { token: id, passes }))))]
+            let dory = Dory::Token(DoryToken { token: id, passes });
+            vec![data(&meta.answer(object, vec![choice(Some(text), None)], None, Some(dory)))]
         }
-        Event::Done(s) => closing(
-            &chunk(
-                vec![choice(Delta::default(), Some(finish_reason(s.finish)))],
-                None,
-                Some(Dory::Summary(app.summary(&s))),
-            ),
-            include_usage.then(|| chunk(vec![], Some(usage(&s)), None)).as_ref(),
-        ),
+        Event::Done(s) => {
+            let end = vec![choice(None, Some(finish_reason(s.finish)))];
+            let last = meta.answer(object, end, None, Some(Dory::Summary(app.summary(&s))));
+            closing(&last, include_usage.then(|| meta.answer(object, vec![], Some(usage(&s)), None)).as_ref())
+        }
         Event::Failed(m) => vec![data(&ApiError::engine(m).body_object())],
     })
 }

@@ -72,9 +72,9 @@ pub struct Engine {
     pub attention: &'static str,
 }
 
-/// Builds a worker's session (backend, attention mode) from the shared model.
-pub trait SessionFactory<B: Backend>: Fn(&Model) -> anyhow::Result<Session<B>> + Send + Sync + 'static {}
-impl<B: Backend, F: Fn(&Model) -> anyhow::Result<Session<B>> + Send + Sync + 'static> SessionFactory<B> for F {}
+/// Builds a worker's session (backend, attention mode) from the shared model: `dory
+/// serve` gives one for the backend `--backend` chose, the tests one for the CPU.
+pub type MakeSession<B> = Arc<dyn Fn(&Model) -> anyhow::Result<Session<B>> + Send + Sync>;
 
 impl Engine {
     /// Starts `workers` threads, each with a session from `make`, and a queue of at most
@@ -84,12 +84,11 @@ impl Engine {
         model: Arc<Model>,
         workers: usize,
         queue: usize,
-        make: impl SessionFactory<B>,
+        make: MakeSession<B>,
     ) -> anyhow::Result<Engine> {
         anyhow::ensure!(workers >= 1, "--parallel must be ≥ 1");
         let (jobs, rx) = crossbeam_channel::bounded::<Job>(queue);
         let stats = Arc::new(Stats::default());
-        let make = Arc::new(make);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         for i in 0..workers {
             let (model, rx, stats, make, ready) =
@@ -135,14 +134,14 @@ impl Engine {
     }
 }
 
-struct Worker<B: Backend, F> {
+struct Worker<B: Backend> {
     model: Arc<Model>,
     session: Session<B>,
     stats: Arc<Stats>,
-    make: Arc<F>,
+    make: MakeSession<B>,
 }
 
-impl<B: Backend, F: SessionFactory<B>> Worker<B, F> {
+impl<B: Backend> Worker<B> {
     /// Serves jobs until the engine is dropped.
     fn run(mut self, rx: Receiver<Job>) {
         let default_exit = self.session.exit;

@@ -24,9 +24,9 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
-use dory::{Backend, LayerKind, Model};
+use dory::{Backend, Model};
 
-pub use engine::{Engine, SessionFactory};
+pub use engine::{Engine, MakeSession};
 use openai::ModelFacts;
 
 /// `dory serve`'s own options (the CLI adds the model's).
@@ -96,7 +96,7 @@ const DEFAULT_CONTEXT: usize = 4096;
 
 impl App {
     /// Starts the engine's workers (sessions from `make`) and checks the options.
-    pub fn start<B: Backend + 'static>(model: Model, args: &Args, make: impl SessionFactory<B>) -> anyhow::Result<App> {
+    pub fn start<B: Backend + 'static>(model: Model, args: &Args, make: MakeSession<B>) -> anyhow::Result<App> {
         anyhow::ensure!(args.max_body >= 1, "--max-body must be ≥ 1");
         anyhow::ensure!(
             args.body_timeout.is_finite() && args.body_timeout > 0.0,
@@ -113,7 +113,7 @@ impl App {
         let c = &model.config;
         let facts = ModelFacts {
             passes: c.passes,
-            layers: c.layers.iter().map(|k| if *k == LayerKind::Sliding { "sliding" } else { "full" }).collect(),
+            layers: c.layers.iter().map(|k| k.name()).collect(),
             hidden: c.hidden,
             vocab_size: c.vocab_size,
             parameters: c.parameters(),
@@ -150,7 +150,7 @@ async fn page(kind: &'static str, text: &'static str) -> impl IntoResponse {
 
 /// Runs the server until Ctrl-C or SIGTERM: builds the runtime, starts the workers,
 /// binds, prints the address.
-pub fn run<B: Backend + 'static>(model: Model, args: &Args, make: impl SessionFactory<B>) -> anyhow::Result<()> {
+pub fn run<B: Backend + 'static>(model: Model, args: &Args, make: MakeSession<B>) -> anyhow::Result<()> {
     let app = App::start(model, args, make)?;
     let summary = format!(
         "model {} ({} workers, backend {}, queue {}, context {})",

@@ -81,19 +81,26 @@ pub struct Usage {
     pub total_tokens: usize,
 }
 
-/// A whole `/v1/completions` answer, or one streamed chunk of it.
+/// What every answer and streamed chunk is: OpenAI's envelope around the choices `C`.
 #[derive(Debug, Serialize)]
-pub struct Completion {
+pub struct Answer<C> {
     pub id: String,
     pub object: &'static str,
     pub created: u64,
     pub model: String,
-    pub choices: Vec<CompletionChoice>,
+    pub choices: Vec<C>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dory: Option<Dory>,
 }
+
+/// A whole `/v1/completions` answer, or one streamed chunk of it.
+pub type Completion = Answer<CompletionChoice>;
+/// A whole `/v1/chat/completions` answer.
+pub type ChatCompletion = Answer<ChatChoice>;
+/// One streamed chunk of a chat answer.
+pub type ChatChunk = Answer<ChatChunkChoice>;
 
 #[derive(Debug, Serialize)]
 pub struct CompletionChoice {
@@ -101,18 +108,6 @@ pub struct CompletionChoice {
     pub text: String,
     pub logprobs: Option<()>,
     pub finish_reason: Option<&'static str>,
-}
-
-/// A whole `/v1/chat/completions` answer.
-#[derive(Debug, Serialize)]
-pub struct ChatCompletion {
-    pub id: String,
-    pub object: &'static str,
-    pub created: u64,
-    pub model: String,
-    pub choices: Vec<ChatChoice>,
-    pub usage: Usage,
-    pub dory: Dory,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,20 +122,6 @@ pub struct ChatChoice {
 pub struct AssistantMessage {
     pub role: &'static str,
     pub content: String,
-}
-
-/// One streamed chunk of a chat answer.
-#[derive(Debug, Serialize)]
-pub struct ChatChunk {
-    pub id: String,
-    pub object: &'static str,
-    pub created: u64,
-    pub model: String,
-    pub choices: Vec<ChatChunkChoice>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dory: Option<Dory>,
 }
 
 #[derive(Debug, Serialize)]

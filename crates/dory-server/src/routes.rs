@@ -53,21 +53,9 @@ pub async fn completions(State(app): State<Arc<App>>, req: Request) -> Result<Re
         return Ok(stream_completion(app, rx, meta, plan.include_usage).into_response());
     }
     let (text, s) = collect(rx).await?;
-    Ok(Json(Completion {
-        id: meta.id,
-        object: "text_completion",
-        created: meta.created,
-        model: meta.model,
-        choices: vec![CompletionChoice {
-            index: 0,
-            text,
-            logprobs: None,
-            finish_reason: Some(finish_reason(s.finish)),
-        }],
-        usage: Some(usage(&s)),
-        dory: Some(Dory::Summary(app.summary(&s))),
-    })
-    .into_response())
+    let choice = CompletionChoice { index: 0, text, logprobs: None, finish_reason: Some(finish_reason(s.finish)) };
+    let answer = meta.answer("text_completion", vec![choice], Some(usage(&s)), Some(Dory::Summary(app.summary(&s))));
+    Ok(Json(answer).into_response())
 }
 
 pub async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Result<Response, ApiError> {
@@ -98,21 +86,10 @@ pub async fn chat_completions(State(app): State<Arc<App>>, req: Request) -> Resu
         return Ok(stream_chat(app, rx, meta, plan.include_usage).into_response());
     }
     let (text, s) = collect(rx).await?;
-    Ok(Json(ChatCompletion {
-        id: meta.id,
-        object: "chat.completion",
-        created: meta.created,
-        model: meta.model,
-        choices: vec![ChatChoice {
-            index: 0,
-            message: AssistantMessage { role: "assistant", content: text },
-            logprobs: None,
-            finish_reason: finish_reason(s.finish),
-        }],
-        usage: usage(&s),
-        dory: Dory::Summary(app.summary(&s)),
-    })
-    .into_response())
+    let message = AssistantMessage { role: "assistant", content: text };
+    let choice = ChatChoice { index: 0, message, logprobs: None, finish_reason: finish_reason(s.finish) };
+    let answer = meta.answer("chat.completion", vec![choice], Some(usage(&s)), Some(Dory::Summary(app.summary(&s))));
+    Ok(Json(answer).into_response())
 }
 
 pub async fn models(State(app): State<Arc<App>>) -> Json<ModelList> {

@@ -40,25 +40,18 @@ async fn wrong_types() {
         refused("/v1/completions", r#"{"model": "m", "prompt": "x", "temperature": "hot"}"#, 400, Some("temperature"))
             .await;
     assert_eq!(e["code"], "invalid_type");
-    refused("/v1/completions", r#"{"model": "m", "prompt": "x", "max_tokens": "ten"}"#, 400, Some("max_tokens")).await;
-    refused("/v1/completions", r#"{"model": "m", "prompt": {"text": "x"}}"#, 400, Some("prompt")).await;
-    refused("/v1/completions", r#"{"model": 7, "prompt": "x"}"#, 400, Some("model")).await;
-    refused("/v1/completions", r#"{"model": "m", "prompt": "x", "stop": 5}"#, 400, Some("stop")).await;
-    refused("/v1/chat/completions", r#"{"model": "m", "messages": "hi"}"#, 400, Some("messages")).await;
-    refused(
-        "/v1/chat/completions",
-        r#"{"model": "m", "messages": [{"role": 1, "content": "x"}]}"#,
-        400,
-        Some("messages[0].role"),
-    )
-    .await;
-    refused(
-        "/v1/chat/completions",
-        r#"{"model": "m", "messages": [{"role": "user", "content": 5}]}"#,
-        400,
-        Some("messages[0].content"),
-    )
-    .await;
+    let (completions, chat) = ("/v1/completions", "/v1/chat/completions");
+    for (path, body, param) in [
+        (completions, r#"{"model": "m", "prompt": "x", "max_tokens": "ten"}"#, "max_tokens"),
+        (completions, r#"{"model": "m", "prompt": {"text": "x"}}"#, "prompt"),
+        (completions, r#"{"model": 7, "prompt": "x"}"#, "model"),
+        (completions, r#"{"model": "m", "prompt": "x", "stop": 5}"#, "stop"),
+        (chat, r#"{"model": "m", "messages": "hi"}"#, "messages"),
+        (chat, r#"{"model": "m", "messages": [{"role": 1, "content": "x"}]}"#, "messages[0].role"),
+        (chat, r#"{"model": "m", "messages": [{"role": "user", "content": 5}]}"#, "messages[0].content"),
+    ] {
+        refused(path, body, 400, Some(param)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

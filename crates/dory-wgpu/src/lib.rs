@@ -26,7 +26,6 @@ mod model;
 mod ops;
 pub mod profile;
 mod record;
-pub mod select;
 
 pub use backend::{GpuBuf, GpuCache, Wgpu};
 pub use device::{adapters, choose, Caps, GpuDevice, Pick};

@@ -1,13 +1,20 @@
-//! `config.json` (spec §2), validated field by field.
+//! `config.json` (spec §2): read by serde, then checked by `validate` against the spec's
+//! rules, each error naming the field and the rule it breaks. Unknown fields are ignored
+//! and null reads as absent (Hugging Face configs carry both).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Map, Value};
+use serde_path_to_error::Segment;
 
-use crate::error::{Error, Result};
+use crate::error::{invalid, Error, Result};
+use crate::exit::ExitRule;
 
 /// The two kinds of attention layer (spec §1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LayerKind {
     /// Sees the last `window` positions, itself included.
     Sliding,
@@ -15,8 +22,18 @@ pub enum LayerKind {
     Full,
 }
 
+impl LayerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerKind::Sliding => "sliding",
+            LayerKind::Full => "full",
+        }
+    }
+}
+
 /// The O(1) full layer's settings (spec §6).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct O1 {
     pub sinks: usize,
     pub window: usize,
@@ -24,6 +41,8 @@ pub struct O1 {
     pub stride: usize,
     pub rect: bool,
     pub rcond: f64,
+    /// By default sinks + window + stride · landmarks, of the settings given (filled in
+    /// before the section is read: serde's defaults cannot see other fields).
     pub seal_at: usize,
 }
 
@@ -35,58 +54,41 @@ impl Default for O1 {
 }
 
 impl O1 {
-    /// These settings with `overrides` ("landmarks=16,rect=false", …) applied and the
-    /// result checked like a config's `o1` section.
+    /// These settings with `overrides` ("landmarks=16,rect=false", …) merged into their
+    /// JSON, read again and checked like a config's `o1` section.
     pub fn with_overrides(&self, overrides: &str) -> Result<O1> {
-        let mut map = Map::new();
-        map.insert("sinks".into(), self.sinks.into());
-        map.insert("window".into(), self.window.into());
-        map.insert("landmarks".into(), self.landmarks.into());
-        map.insert("stride".into(), self.stride.into());
-        map.insert("rect".into(), self.rect.into());
-        map.insert("rcond".into(), self.rcond.into());
-        map.insert("seal_at".into(), self.seal_at.into());
+        let Ok(Value::Object(mut map)) = serde_json::to_value(self) else { unreachable!("a struct") };
         for item in overrides.split(',').filter(|s| !s.trim().is_empty()) {
-            let (key, value) = item
-                .split_once('=')
-                .ok_or_else(|| Error::Invalid(format!("--o1: expected KEY=VALUE, got {item:?}")))?;
+            let (key, value) =
+                item.split_once('=').ok_or_else(|| invalid!("--o1: expected KEY=VALUE, got {item:?}"))?;
             let key = key.trim();
+            let known = "sinks, window, landmarks, stride, rect, rcond, seal_at";
             if !map.contains_key(key) {
-                return Err(Error::Invalid(format!(
-                    "--o1: unknown setting {key:?} (sinks, window, landmarks, stride, rect, rcond, seal_at)"
-                )));
+                return Err(invalid!("--o1: unknown setting {key:?} ({known})"));
             }
-            let value: Value = serde_json::from_str(value.trim())
-                .map_err(|_| Error::Invalid(format!("--o1: {key}: {value:?} is not a number or true/false")))?;
+            let value = serde_json::from_str(value.trim())
+                .map_err(|_| invalid!("--o1: {key}: {value:?} is not a number or true/false"))?;
             map.insert(key.into(), value);
         }
-        Fields { map: &map, path: Path::new("--o1"), prefix: "o1." }.o1()
+        let path = Path::new("--o1");
+        let o1: O1 = read(Value::Object(map), path, "o1.")?;
+        o1.validate(&Rules { path, prefix: "o1." })?;
+        Ok(o1)
+    }
+
+    fn validate(&self, r: &Rules) -> Result<()> {
+        r.at_least("window", self.window, 1)?;
+        let m = self.landmarks;
+        r.check("landmarks", (1..=32).contains(&m), || format!("must be in 1…32, got {m}"))?;
+        r.at_least("stride", self.stride, 1)?;
+        let rcond = self.rcond;
+        r.check("rcond", rcond > 0.0 && rcond < 1.0, || format!("must be in (0, 1), got {rcond}"))?;
+        r.at_least("seal_at", self.seal_at, self.sinks.saturating_add(self.stride.saturating_mul(m)))
     }
 }
 
-/// What decides that a decoded token leaves the loop early (spec §5).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Criterion {
-    None,
-    /// KL(p_k ‖ p_{k−1}) < threshold.
-    Kl,
-    /// max p_k ≥ threshold.
-    Confidence,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ExitRule {
-    pub criterion: Criterion,
-    pub threshold: f64,
-    pub min_passes: usize,
-}
-
-impl ExitRule {
-    pub const NONE: ExitRule = ExitRule { criterion: Criterion::None, threshold: 0.0, min_passes: 1 };
-}
-
 /// A model's configuration, every default filled in.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub vocab_size: usize,
     pub hidden: usize,
@@ -97,14 +99,22 @@ pub struct Config {
     pub layers: Vec<LayerKind>,
     pub passes: usize,
     pub window: usize,
+    // These four have their defaults filled in before the config is read (`prepare`).
     pub rope_theta: f64,
     pub rope_full: bool,
     pub attn_scale: f32,
     pub eps: f32,
+    /// The first id, when the config lists several.
+    #[serde(default, deserialize_with = "first_token_id", skip_serializing_if = "Option::is_none")]
     pub bos_token_id: Option<u32>,
+    #[serde(rename = "eos_token_id", default, deserialize_with = "token_ids", serialize_with = "one_or_many")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub eos_token_ids: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_context: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o1: Option<O1>,
+    #[serde(default, skip_serializing_if = "ExitRule::is_none")]
     pub exit: ExitRule,
 }
 
@@ -116,12 +126,48 @@ impl Config {
 
     /// Parses the text of a config; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::Json { path: path.into(), msg: format!("invalid JSON: {e}") })?;
-        let Value::Object(map) = value else {
-            return Err(Error::Json { path: path.into(), msg: "expected a JSON object".into() });
+        let json = |msg: String| Error::Json { path: path.into(), msg };
+        let value = serde_json::from_str(text).map_err(|e| json(format!("invalid JSON: {e}")))?;
+        let Value::Object(mut map) = value else {
+            return Err(json("expected a JSON object".into()));
         };
-        Fields { map: &map, path, prefix: "" }.config()
+        let r = Rules { path, prefix: "" };
+        prepare(&mut map, &r)?;
+        let config: Config = read(Value::Object(map), path, "")?;
+        config.validate(&r)?;
+        Ok(config)
+    }
+
+    /// The rules of spec §2 that the fields' types do not already hold.
+    fn validate(&self, r: &Rules) -> Result<()> {
+        r.at_least("vocab_size", self.vocab_size, 1)?;
+        for (field, n) in [("hidden", self.hidden), ("ffn", self.ffn)] {
+            r.check(field, n >= 4 && n % 4 == 0, || format!("must be a multiple of 4, ≥ 4, got {n}"))?;
+        }
+        r.at_least("kv_heads", self.kv_heads, 1)?;
+        let (h, k, d) = (self.heads, self.kv_heads, self.head_dim);
+        r.check("heads", h == 4 * k, || format!("must be 4 × kv_heads = {}, got {h}", 4 * k))?;
+        let dims = || format!("must be a multiple of 8 in 8…256, got {d}");
+        r.check("head_dim", d % 8 == 0 && (8..=256).contains(&d), dims)?;
+        r.check("layers", !self.layers.is_empty(), || "must be a non-empty list of \"sliding\" and \"full\"".into())?;
+        r.at_least("passes", self.passes, 1)?;
+        r.at_least("window", self.window, 1)?;
+        let (theta, scale, eps) = (self.rope_theta, self.attn_scale, self.eps);
+        r.check("rope_theta", theta > 0.0, || format!("must be > 0, got {theta}"))?;
+        r.check("attn_scale", scale.is_finite(), || format!("must be a finite number, got {scale}"))?;
+        r.check("eps", eps > 0.0 && eps.is_finite(), || format!("must be > 0, got {eps}"))?;
+        let ids = self.bos_token_id.iter().map(|&id| ("bos_token_id", id));
+        for (field, id) in ids.chain(self.eos_token_ids.iter().map(|&id| ("eos_token_id", id))) {
+            let v = self.vocab_size;
+            r.check(field, (id as usize) < v, || format!("token id {id} is not below vocab_size {v}"))?;
+        }
+        r.at_least("max_context", self.max_context.unwrap_or(1), 1)?;
+        if let Some(o1) = &self.o1 {
+            o1.validate(&Rules { path: r.path, prefix: "o1." })?;
+        }
+        let (threshold, min_passes) = (self.exit.threshold, self.exit.min_passes);
+        r.check("exit.threshold", threshold >= 0.0, || format!("must be ≥ 0, got {threshold}"))?;
+        r.at_least("exit.min_passes", min_passes, 1)
     }
 
     /// Width of the fused q | k | v | gate projection.
@@ -148,402 +194,107 @@ impl Config {
 
     /// The config as `config.json` holds it (for `dory init` and exporters).
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("architecture".into(), "dory".into());
-        m.insert("vocab_size".into(), self.vocab_size.into());
-        m.insert("hidden".into(), self.hidden.into());
-        m.insert("heads".into(), self.heads.into());
-        m.insert("kv_heads".into(), self.kv_heads.into());
-        m.insert("head_dim".into(), self.head_dim.into());
-        m.insert("ffn".into(), self.ffn.into());
-        let layers = self.layers.iter().map(|k| match k {
-            LayerKind::Sliding => "sliding",
-            LayerKind::Full => "full",
-        });
-        m.insert("layers".into(), layers.collect::<Vec<_>>().into());
-        m.insert("passes".into(), self.passes.into());
-        m.insert("window".into(), self.window.into());
-        m.insert("rope_theta".into(), self.rope_theta.into());
-        m.insert("rope_full".into(), self.rope_full.into());
-        m.insert("attn_scale".into(), f64::from(self.attn_scale).into());
-        m.insert("eps".into(), f64::from(self.eps).into());
-        if let Some(b) = self.bos_token_id {
-            m.insert("bos_token_id".into(), b.into());
-        }
-        match self.eos_token_ids.as_slice() {
-            [] => {}
-            [e] => {
-                m.insert("eos_token_id".into(), (*e).into());
-            }
-            es => {
-                m.insert("eos_token_id".into(), es.to_vec().into());
-            }
-        }
-        if let Some(c) = self.max_context {
-            m.insert("max_context".into(), c.into());
-        }
-        if let Some(o) = &self.o1 {
-            m.insert(
-                "o1".into(),
-                serde_json::json!({
-                    "sinks": o.sinks, "window": o.window, "landmarks": o.landmarks,
-                    "stride": o.stride, "rect": o.rect, "rcond": o.rcond, "seal_at": o.seal_at,
-                }),
-            );
-        }
-        if self.exit.criterion != Criterion::None {
-            let criterion = match self.exit.criterion {
-                Criterion::Kl => "kl",
-                _ => "confidence",
-            };
-            m.insert(
-                "exit".into(),
-                serde_json::json!({
-                    "criterion": criterion, "threshold": self.exit.threshold,
-                    "min_passes": self.exit.min_passes,
-                }),
-            );
-        }
-        Value::Object(m)
+        let mut value = serde_json::to_value(self).expect("a config is plain data");
+        value["architecture"] = "dory".into();
+        value
     }
 }
 
-/// One JSON object's fields, read with errors that name the field and its rule.
-struct Fields<'a> {
-    map: &'a Map<String, Value>,
+/// What a config's JSON needs before serde reads it: nulls dropped (absent), the two
+/// rules of presence that serde's defaults cannot state checked (`architecture`, and
+/// `exit.threshold` unless the criterion is none), and the defaults of spec §2 that are
+/// not zero or absent filled in, some of which depend on other fields.
+fn prepare(map: &mut Map<String, Value>, r: &Rules) -> Result<()> {
+    map.retain(|_, v| !v.is_null());
+    for section in ["o1", "exit"] {
+        if let Some(Value::Object(fields)) = map.get_mut(section) {
+            fields.retain(|_, v| !v.is_null());
+        }
+    }
+    let architecture =
+        map.get("architecture").ok_or_else(|| r.fails("architecture", "required, but missing".into()))?;
+    r.check("architecture", architecture == "dory", || format!("must be \"dory\", got {architecture}"))?;
+    if let Some(Value::Object(exit)) = map.get("exit") {
+        let tested = matches!(exit.get("criterion").and_then(Value::as_str), Some("kl" | "confidence"));
+        r.check("exit.threshold", !tested || exit.contains_key("threshold"), || "required, but missing".into())?;
+    }
+    let d = map.get("head_dim").and_then(Value::as_u64).unwrap_or(0) as f64;
+    let defaults = json!({"rope_theta": 10000.0, "rope_full": true, "attn_scale": d.sqrt(), "eps": 1e-6});
+    for (key, value) in defaults.as_object().into_iter().flatten() {
+        map.entry(key.clone()).or_insert(value.clone());
+    }
+    if let Some(Value::Object(o1)) = map.get_mut("o1") {
+        let d = O1::default();
+        let get = |k: &str, default: usize| o1.get(k).and_then(Value::as_u64).map_or(default, |n| n as usize);
+        let far = get("stride", d.stride).saturating_mul(get("landmarks", d.landmarks));
+        let seal_at = get("sinks", d.sinks).saturating_add(get("window", d.window)).saturating_add(far);
+        o1.entry("seal_at").or_insert(seal_at.into());
+    }
+    Ok(())
+}
+
+/// Reads `value` as a `T`; an error names the field (after `prefix`) and what it breaks.
+fn read<T: DeserializeOwned>(value: Value, path: &Path, prefix: &str) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let keys = e.path().iter().filter_map(|s| if let Segment::Map { key } = s { Some(key.clone()) } else { None });
+        let mut field: Vec<String> = keys.collect();
+        let msg = e.inner().to_string();
+        let rule = match msg.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+            Some(missing) => {
+                field.push(missing.into());
+                "required, but missing".into()
+            }
+            // serde names Rust types; the author of a config reads JSON.
+            None => JSON_WORDS.iter().fold(msg, |m, (rust, json)| m.replace(rust, json)),
+        };
+        Error::Config { path: path.into(), field: format!("{prefix}{}", field.join(".")), rule }
+    })
+}
+
+const JSON_WORDS: [(&str, &str); 4] = [
+    ("expected usize", "expected a non-negative JSON integer"),
+    ("expected f32", "expected a number"),
+    ("expected struct O1", "expected an object"),
+    ("expected struct ExitRule", "expected an object"),
+];
+
+/// A token id or a list of them (the hub writes both).
+fn token_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+    let v = Value::deserialize(d)?;
+    let items: Vec<&Value> = if let Value::Array(a) = &v { a.iter().collect() } else { vec![&v] };
+    let id = |item: &Value| item.as_u64().and_then(|n| u32::try_from(n).ok());
+    let bad = || D::Error::custom(format!("must be a token id or a list of them, got {v}"));
+    items.into_iter().map(|item| id(item).ok_or_else(bad)).collect()
+}
+
+fn first_token_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Ok(token_ids(d)?.first().copied())
+}
+
+/// One id as a number, several as a list.
+fn one_or_many<S: Serializer>(ids: &[u32], s: S) -> Result<S::Ok, S::Error> {
+    match ids {
+        [one] => one.serialize(s),
+        many => many.serialize(s),
+    }
+}
+
+/// The checks of one object's fields; errors name `prefix` + the field.
+struct Rules<'a> {
     path: &'a Path,
-    /// "o1." or "exit." inside a section, so errors name the full field.
     prefix: &'a str,
 }
 
-impl Fields<'_> {
-    fn err(&self, field: &str, rule: impl Into<String>) -> Error {
-        Error::Config { path: PathBuf::from(self.path), field: format!("{}{field}", self.prefix), rule: rule.into() }
+impl Rules<'_> {
+    fn fails(&self, field: &str, rule: String) -> Error {
+        Error::Config { path: self.path.into(), field: format!("{}{field}", self.prefix), rule }
     }
 
-    fn get(&self, field: &str) -> Option<&Value> {
-        self.map.get(field).filter(|v| !v.is_null())
+    fn check(&self, field: &str, ok: bool, rule: impl FnOnce() -> String) -> Result<()> {
+        ok.then_some(()).ok_or_else(|| self.fails(field, rule()))
     }
 
-    fn required(&self, field: &str) -> Result<&Value> {
-        self.get(field).ok_or_else(|| self.err(field, "required, but missing"))
-    }
-
-    fn int(&self, field: &str, default: Option<usize>) -> Result<usize> {
-        let Some(v) = self.get(field) else {
-            return default.ok_or_else(|| self.err(field, "required, but missing"));
-        };
-        v.as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| self.err(field, format!("must be a non-negative JSON integer, got {v}")))
-    }
-
-    fn int_min(&self, field: &str, default: Option<usize>, min: usize) -> Result<usize> {
-        let n = self.int(field, default)?;
-        if n < min {
-            return Err(self.err(field, format!("must be ≥ {min}, got {n}")));
-        }
-        Ok(n)
-    }
-
-    fn float(&self, field: &str, default: f64) -> Result<f64> {
-        match self.get(field) {
-            None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| self.err(field, format!("must be a finite number, got {v}"))),
-        }
-    }
-
-    fn bool(&self, field: &str, default: bool) -> Result<bool> {
-        match self.get(field) {
-            None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| self.err(field, format!("must be true or false, got {v}"))),
-        }
-    }
-
-    /// A token id or a list of them (the hub writes both), each < `vocab`.
-    fn token_ids(&self, field: &str, vocab: usize) -> Result<Vec<u32>> {
-        let Some(v) = self.get(field) else {
-            return Ok(vec![]);
-        };
-        let items: Vec<&Value> = match v {
-            Value::Array(a) => a.iter().collect(),
-            other => vec![other],
-        };
-        items
-            .into_iter()
-            .map(|item| {
-                let id = item
-                    .as_u64()
-                    .ok_or_else(|| self.err(field, format!("must be a token id or a list of them, got {v}")))?;
-                if id as usize >= vocab {
-                    return Err(self.err(field, format!("token id {id} is not below vocab_size {vocab}")));
-                }
-                Ok(id as u32)
-            })
-            .collect()
-    }
-
-    fn section(&self, field: &str) -> Result<Option<Fields<'_>>> {
-        match self.get(field) {
-            None => Ok(None),
-            Some(Value::Object(map)) => Ok(Some(Fields {
-                map,
-                path: self.path,
-                prefix: match field {
-                    "o1" => "o1.",
-                    _ => "exit.",
-                },
-            })),
-            Some(v) => Err(self.err(field, format!("must be an object, got {v}"))),
-        }
-    }
-
-    fn config(&self) -> Result<Config> {
-        match self.required("architecture")? {
-            Value::String(s) if s == "dory" => {}
-            v => return Err(self.err("architecture", format!("must be \"dory\", got {v}"))),
-        }
-        let vocab_size = self.int_min("vocab_size", None, 1)?;
-        let hidden = self.int_min("hidden", None, 4)?;
-        if hidden % 4 != 0 {
-            return Err(self.err("hidden", format!("must be a multiple of 4, got {hidden}")));
-        }
-        let heads = self.int_min("heads", None, 4)?;
-        let kv_heads = self.int_min("kv_heads", None, 1)?;
-        if heads != 4 * kv_heads {
-            return Err(self.err("heads", format!("must be 4 × kv_heads = {}, got {heads}", 4 * kv_heads)));
-        }
-        let head_dim = self.int("head_dim", None)?;
-        if head_dim % 8 != 0 || !(8..=256).contains(&head_dim) {
-            return Err(self.err("head_dim", format!("must be a multiple of 8 in 8…256, got {head_dim}")));
-        }
-        let ffn = self.int_min("ffn", None, 4)?;
-        if ffn % 4 != 0 {
-            return Err(self.err("ffn", format!("must be a multiple of 4, got {ffn}")));
-        }
-        let layers = self.layers()?;
-        let passes = self.int_min("passes", None, 1)?;
-        let window = self.int_min("window", None, 1)?;
-        let rope_theta = self.float("rope_theta", 10000.0)?;
-        if rope_theta <= 0.0 {
-            return Err(self.err("rope_theta", format!("must be > 0, got {rope_theta}")));
-        }
-        let rope_full = self.bool("rope_full", true)?;
-        let attn_scale = self.float("attn_scale", (head_dim as f64).sqrt())? as f32;
-        let eps = self.float("eps", 1e-6)?;
-        if eps <= 0.0 {
-            return Err(self.err("eps", format!("must be > 0, got {eps}")));
-        }
-        let bos = self.token_ids("bos_token_id", vocab_size)?;
-        let eos_token_ids = self.token_ids("eos_token_id", vocab_size)?;
-        let max_context = match self.get("max_context") {
-            None => None,
-            Some(_) => Some(self.int_min("max_context", None, 1)?),
-        };
-        let o1 = self.section("o1")?.map(|s| s.o1()).transpose()?;
-        let exit = match self.section("exit")? {
-            Some(s) => s.exit()?,
-            None => ExitRule::NONE,
-        };
-        Ok(Config {
-            vocab_size,
-            hidden,
-            heads,
-            kv_heads,
-            head_dim,
-            ffn,
-            layers,
-            passes,
-            window,
-            rope_theta,
-            rope_full,
-            attn_scale,
-            eps: eps as f32,
-            bos_token_id: bos.first().copied(),
-            eos_token_ids,
-            max_context,
-            o1,
-            exit,
-        })
-    }
-
-    fn layers(&self) -> Result<Vec<LayerKind>> {
-        let rule = "must be a non-empty list of \"sliding\" and \"full\"";
-        let Value::Array(items) = self.required("layers")? else {
-            return Err(self.err("layers", rule));
-        };
-        if items.is_empty() {
-            return Err(self.err("layers", rule));
-        }
-        items
-            .iter()
-            .map(|v| match v.as_str() {
-                Some("sliding") => Ok(LayerKind::Sliding),
-                Some("full") => Ok(LayerKind::Full),
-                _ => Err(self.err("layers", format!("{rule}, got {v}"))),
-            })
-            .collect()
-    }
-
-    fn o1(&self) -> Result<O1> {
-        let d = O1::default();
-        let sinks = self.int("sinks", Some(d.sinks))?;
-        let window = self.int_min("window", Some(d.window), 1)?;
-        let landmarks = self.int_min("landmarks", Some(d.landmarks), 1)?;
-        if landmarks > 32 {
-            return Err(self.err("landmarks", format!("must be in 1…32, got {landmarks}")));
-        }
-        let stride = self.int_min("stride", Some(d.stride), 1)?;
-        let rect = self.bool("rect", d.rect)?;
-        let rcond = self.float("rcond", d.rcond)?;
-        if !(rcond > 0.0 && rcond < 1.0) {
-            return Err(self.err("rcond", format!("must be in (0, 1), got {rcond}")));
-        }
-        let least = sinks + stride * landmarks;
-        let seal_at = self.int_min("seal_at", Some(sinks + window + stride * landmarks), least)?;
-        Ok(O1 { sinks, window, landmarks, stride, rect, rcond, seal_at })
-    }
-
-    fn exit(&self) -> Result<ExitRule> {
-        let criterion = match self.required("criterion")?.as_str() {
-            Some("none") => Criterion::None,
-            Some("kl") => Criterion::Kl,
-            Some("confidence") => Criterion::Confidence,
-            _ => {
-                let v = self.required("criterion")?;
-                return Err(self.err("criterion", format!("must be \"none\", \"kl\" or \"confidence\", got {v}")));
-            }
-        };
-        let threshold = match criterion {
-            Criterion::None => self.float("threshold", 0.0)?,
-            _ => {
-                self.required("threshold")?;
-                self.float("threshold", 0.0)?
-            }
-        };
-        if threshold < 0.0 {
-            return Err(self.err("threshold", format!("must be ≥ 0, got {threshold}")));
-        }
-        let min_passes = self.int_min("min_passes", Some(1), 1)?;
-        Ok(ExitRule { criterion, threshold, min_passes })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const BASE: &str = r#"{"architecture":"dory","vocab_size":264,"hidden":32,"heads":8,
-        "kv_heads":2,"head_dim":16,"ffn":64,"layers":["sliding","full"],"passes":3,"window":4}"#;
-
-    fn with(edit: impl FnOnce(&mut Map<String, Value>)) -> Result<Config> {
-        let Value::Object(mut m) = serde_json::from_str(BASE).unwrap() else { unreachable!() };
-        edit(&mut m);
-        Config::parse(&Value::Object(m).to_string(), Path::new("config.json"))
-    }
-
-    fn rule_of(r: Result<Config>) -> String {
-        r.expect_err("the config must be refused").to_string()
-    }
-
-    #[test]
-    fn defaults_are_filled_in() {
-        let c = with(|_| {}).unwrap();
-        assert_eq!(c.attn_scale, 4.0);
-        assert_eq!(c.rope_theta, 10000.0);
-        assert!(c.rope_full);
-        assert_eq!(c.eps, 1e-6);
-        assert_eq!(c.exit, ExitRule::NONE);
-        assert_eq!(c.o1, None);
-        assert_eq!(c.qkvg_width(), 2 * 128 + 2 * 32);
-    }
-
-    #[test]
-    fn o1_defaults_and_seal_at() {
-        let c = with(|m| {
-            m.insert("o1".into(), serde_json::json!({"sinks": 2, "window": 6}));
-        })
-        .unwrap();
-        let o = c.o1.unwrap();
-        assert_eq!((o.sinks, o.window, o.landmarks, o.stride), (2, 6, 32, 8));
-        assert_eq!(o.seal_at, 2 + 6 + 8 * 32);
-        let e = rule_of(with(|m| {
-            m.insert("o1".into(), serde_json::json!({"sinks": 2, "landmarks": 4, "stride": 2, "seal_at": 9}));
-        }));
-        assert!(e.contains("field `o1.seal_at`: must be ≥ 10"), "{e}");
-    }
-
-    #[test]
-    fn each_rule_names_its_field() {
-        use serde_json::json;
-        // (field named in the error, key to set, value; null removes the key)
-        let cases = [
-            ("architecture", "architecture", json!("llama")),
-            ("vocab_size", "vocab_size", Value::Null),
-            ("hidden", "hidden", json!(30)),
-            ("heads", "heads", json!(6)),
-            ("head_dim", "head_dim", json!(12)),
-            ("head_dim", "head_dim", json!(264)),
-            ("ffn", "ffn", json!(62)),
-            ("layers", "layers", json!(["sliding", "global"])),
-            ("layers", "layers", json!([])),
-            ("passes", "passes", json!(0)),
-            ("passes", "passes", json!(2.5)),
-            ("window", "window", Value::Null),
-            ("eps", "eps", json!(0)),
-            ("eos_token_id", "eos_token_id", json!(264)),
-            ("o1.landmarks", "o1", json!({"landmarks": 33})),
-            ("o1.rcond", "o1", json!({"rcond": 1.0})),
-            ("exit.threshold", "exit", json!({"criterion": "kl"})),
-            ("exit.criterion", "exit", json!({"criterion": "entropy"})),
-            ("exit.min_passes", "exit", json!({"criterion": "none", "min_passes": 0})),
-        ];
-        for (field, key, value) in cases {
-            let e = rule_of(with(|m| {
-                match value {
-                    Value::Null => m.remove(key),
-                    v => m.insert(key.into(), v),
-                };
-            }));
-            assert!(e.starts_with(&format!("config.json: field `{field}`:")), "{field}: {e}");
-        }
-    }
-
-    #[test]
-    fn o1_overrides() {
-        let base = O1::default();
-        let o = base.with_overrides("landmarks=16, rect=false").unwrap();
-        assert_eq!((o.landmarks, o.rect, o.window, o.seal_at), (16, false, 512, base.seal_at));
-        assert!(base.with_overrides("landmarks=40").unwrap_err().to_string().contains("o1.landmarks"));
-        assert!(base.with_overrides("seal_at=3").unwrap_err().to_string().contains("o1.seal_at"));
-        assert!(base.with_overrides("colour=1").unwrap_err().to_string().contains("unknown setting"));
-        assert!(base.with_overrides("rect").unwrap_err().to_string().contains("KEY=VALUE"));
-    }
-
-    #[test]
-    fn bad_json_is_named() {
-        let e = Config::parse("{\"architecture\": ", Path::new("m/config.json")).unwrap_err();
-        assert!(e.to_string().starts_with("m/config.json: invalid JSON"), "{e}");
-        let e = Config::parse("[1]", Path::new("config.json")).unwrap_err();
-        assert!(e.to_string().contains("expected a JSON object"), "{e}");
-    }
-
-    #[test]
-    fn token_lists_and_round_trip() {
-        let c = with(|m| {
-            m.insert("bos_token_id".into(), serde_json::json!([0, 5]));
-            m.insert("eos_token_id".into(), serde_json::json!([1, 2]));
-            m.insert("exit".into(), serde_json::json!({"criterion": "kl", "threshold": 0.1, "min_passes": 2}));
-            m.insert("o1".into(), serde_json::json!({}));
-            m.insert("unknown_extra".into(), serde_json::json!("ignored"));
-        })
-        .unwrap();
-        assert_eq!(c.bos_token_id, Some(0));
-        assert_eq!(c.eos_token_ids, vec![1, 2]);
-        let again = Config::parse(&c.to_json().to_string(), Path::new("x")).unwrap();
-        assert_eq!(again, Config { bos_token_id: Some(0), ..c });
+    fn at_least(&self, field: &str, n: usize, least: usize) -> Result<()> {
+        self.check(field, n >= least, || format!("must be ≥ {least}, got {n}"))
     }
 }

@@ -2,9 +2,47 @@
 //! leaves the loop. Statistics are computed in f64 on the softmax of the raw logits
 //! (temperature 1, whatever the sampling temperature).
 
-use crate::config::{Criterion, ExitRule};
+use serde::{Deserialize, Serialize};
+
+/// What decides that a decoded token leaves the loop early (spec §5).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Criterion {
+    None,
+    /// KL(p_k ‖ p_{k−1}) < threshold.
+    Kl,
+    /// max p_k ≥ threshold.
+    Confidence,
+}
+
+/// An early-exit rule: a config's `exit` section, `--exit`, or a request's `exit`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExitRule {
+    pub criterion: Criterion,
+    /// Required unless the criterion is none (`Config::parse` checks that it is given).
+    #[serde(default)]
+    pub threshold: f64,
+    #[serde(default = "one")]
+    pub min_passes: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl Default for ExitRule {
+    fn default() -> Self {
+        ExitRule::NONE
+    }
+}
 
 impl ExitRule {
+    pub const NONE: ExitRule = ExitRule { criterion: Criterion::None, threshold: 0.0, min_passes: 1 };
+
+    pub fn is_none(&self) -> bool {
+        self.criterion == Criterion::None
+    }
+
     /// Whether the token reads out after pass `k` of `passes`.
     pub fn reads_out(&self, k: usize, passes: usize) -> bool {
         self.criterion != Criterion::None && k >= self.min_passes.saturating_sub(1).max(1) && k < passes
@@ -18,6 +56,15 @@ impl ExitRule {
             Criterion::Confidence => self.min_passes,
         };
         k >= least && k < passes
+    }
+
+    /// The statistic the criterion tests, from the log-probabilities of this read-out and
+    /// of the one before it (KL needs that one: `tested` never asks before there is one).
+    pub fn statistic(&self, logp: &[f64], previous: Option<&[f64]>) -> f64 {
+        match self.criterion {
+            Criterion::Kl => kl(logp, previous.expect("a read-out after the pass before")),
+            Criterion::Confidence | Criterion::None => confidence(logp),
+        }
     }
 
     /// Whether a statistic lets the token leave.
@@ -135,6 +182,9 @@ mod tests {
         assert!((kl(&la, &lb) - want).abs() < 1e-12);
         assert!(kl(&la, &la).abs() < 1e-15);
         assert!((confidence(&la) - p[0]).abs() < 1e-12);
+        // Each criterion's statistic.
+        assert_eq!(rule(Criterion::Kl, 1).statistic(&la, Some(&lb)), kl(&la, &lb));
+        assert_eq!(rule(Criterion::Confidence, 1).statistic(&la, None), confidence(&la));
         // Far-apart logits: ln p stays finite where p underflows.
         let l = log_softmax(&[0.0, -2000.0]);
         assert_eq!(l[1], -2000.0);

@@ -15,11 +15,14 @@
 
 use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
-use crate::config::{Config, ExitRule, LayerKind, O1};
+use crate::config::{Config, LayerKind, O1};
 use crate::error::{invalid, Result};
-use crate::exit;
+use crate::exit::{self, ExitRule};
 use crate::nystrom;
 use crate::rope;
+
+/// The default number of rows a prompt chunk runs at once.
+pub const DEFAULT_CHUNK: usize = 256;
 
 /// How full layers attend.
 #[derive(Clone, Debug, PartialEq)]
@@ -325,14 +328,8 @@ impl<B: Backend> Forward<B> {
             self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
             let logits = self.backend.read(&sc.logits, v)?;
             let logp = exit::log_softmax(&logits);
-            if exit.tested(k, passes) {
-                let stat = match exit.criterion {
-                    crate::config::Criterion::Kl => exit::kl(&logp, previous.as_deref().expect("read out after k − 1")),
-                    _ => exit::confidence(&logp),
-                };
-                if exit.holds(stat) {
-                    return Ok(Decoded { logits, passes: k });
-                }
+            if exit.tested(k, passes) && exit.holds(exit.statistic(&logp, previous.as_deref())) {
+                return Ok(Decoded { logits, passes: k });
             }
             previous = Some(logp);
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
@@ -428,8 +425,8 @@ impl<B: Backend> Forward<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Criterion;
     use crate::cpu::Cpu;
+    use crate::exit::Criterion;
 
     /// Every position that leaves the window is absorbed exactly once, whatever the passes
     /// and early exits: after each step the far statistics equal sums over F = [ns, p − w]

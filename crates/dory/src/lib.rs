@@ -5,6 +5,7 @@
 //! backend.
 
 pub mod backend;
+pub mod bench;
 pub mod cache;
 pub mod config;
 pub mod cpu;
@@ -16,6 +17,7 @@ pub mod init;
 pub mod model;
 pub mod npy;
 pub mod nystrom;
+pub mod perplexity;
 pub mod rng;
 pub mod rope;
 pub mod sampler;
@@ -25,19 +27,11 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use backend::Backend;
-pub use config::{Config, Criterion, ExitRule, LayerKind};
+pub use config::{Config, LayerKind};
 pub use error::{Error, Result};
-pub use forward::{Attention, Decoded, Forward, Want};
+pub use exit::{Criterion, ExitRule};
+pub use forward::{Attention, Decoded, Forward, Want, DEFAULT_CHUNK};
 pub use generate::{generate, Finish, Generated, Request};
 pub use model::Model;
 pub use sampler::{Sampler, Sampling};
 pub use session::Session;
-
-/// The default number of rows a prompt chunk runs at once.
-pub const DEFAULT_CHUNK: usize = 256;
-
-/// A session on the CPU backend.
-pub fn cpu_session(model: &Model, chunk: usize) -> Result<Session<cpu::Cpu>> {
-    let backend = cpu::Cpu::new(&model.config, &model.weights);
-    Ok(Session::new(Forward::new(backend, &model.config, chunk)?))
-}

@@ -57,37 +57,12 @@ pub struct Exported {
 
 /// Seals a layer at the step whose first position is `p`, from the cached positions [0, p).
 pub fn seal(c: &Config, o1: &O1, p: usize, cache: &Exported) -> Landmarks {
-    let (d, nh, nk, m) = (c.head_dim, c.heads, c.kv_heads, o1.landmarks);
-    let (kd, qd, ns, lambda) = (c.kv_width(), c.q_width(), o1.sinks, f64::from(c.attn_scale));
+    let (d, nh, m) = (c.head_dim, c.heads, o1.landmarks);
+    let (kd, ns, lambda) = (c.kv_width(), o1.sinks, f64::from(c.attn_scale));
     assert!(p >= ns + o1.stride * m, "seal_at ≥ ns + stride·m keeps every segment and group non-empty");
     let dot = |a: &[f64], b: &[f32]| a.iter().zip(b).map(|(x, &y)| x * f64::from(y)).sum::<f64>();
-    // Landmark keys: the mean key of each of m near-equal segments of S = [ns, p).
-    let span = p - ns;
-    let mut keys = vec![0.0f64; nk * m * d];
-    for ch in 0..nk {
-        for b in 0..m {
-            let seg = ns + b * span / m..ns + (b + 1) * span / m;
-            let out = &mut keys[(ch * m + b) * d..][..d];
-            for j in seg.clone() {
-                out.iter_mut().zip(&cache.keys[j * kd + ch * d..][..d]).for_each(|(o, &k)| *o += f64::from(k));
-            }
-            out.iter_mut().for_each(|o| *o /= seg.len() as f64);
-        }
-    }
-    // Landmark queries: the mean sampled query of each of m groups of Q, by index.
-    let sampled: Vec<usize> = (ns..p).filter(|j| j % o1.stride == 0).collect();
-    let mut queries = vec![0.0f64; nh * m * d];
-    for a in 0..nh {
-        for b in 0..m {
-            let group = &sampled[b * sampled.len() / m..(b + 1) * sampled.len() / m];
-            let out = &mut queries[(a * m + b) * d..][..d];
-            for &j in group {
-                let q = &cache.queries[(j / o1.stride) * qd + a * d..][..d];
-                out.iter_mut().zip(q).for_each(|(o, &x)| *o += f64::from(x));
-            }
-            out.iter_mut().for_each(|o| *o /= group.len() as f64);
-        }
-    }
+    let keys = landmark_keys(c, o1, p, &cache.keys);
+    let queries = landmark_queries(c, o1, p, &cache.queries);
     let near = Near { sinks: ns, window: o1.window };
     let far = near.far(p);
     // Per query head: the landmark kernel's pseudo-inverse and the far statistics.
@@ -137,6 +112,46 @@ pub fn seal(c: &Config, o1: &O1, p: usize, cache: &Exported) -> Landmarks {
         far_values: f32s(&mut heads.iter().flat_map(|h| h.far_values.iter().copied())),
         cutoff_margin: heads.iter().map(|h| h.margin).fold(f64::INFINITY, f64::min),
     }
+}
+
+/// [K, m, d]: the mean key of each of m near-equal segments of S = [ns, p).
+fn landmark_keys(c: &Config, o1: &O1, p: usize, keys: &[f32]) -> Vec<f64> {
+    let (d, kd, m, ns) = (c.head_dim, c.kv_width(), o1.landmarks, o1.sinks);
+    let mut out = vec![0.0f64; c.kv_heads * m * d];
+    for ch in 0..c.kv_heads {
+        for b in 0..m {
+            let segment = ns + b * (p - ns) / m..ns + (b + 1) * (p - ns) / m;
+            mean(&mut out[(ch * m + b) * d..][..d], segment.map(|j| &keys[j * kd + ch * d..][..d]));
+        }
+    }
+    out
+}
+
+/// [H, m, d]: the mean sampled query of each of m groups of the positions sampled in
+/// [ns, p), by index.
+fn landmark_queries(c: &Config, o1: &O1, p: usize, queries: &[f32]) -> Vec<f64> {
+    let (d, qd, m) = (c.head_dim, c.q_width(), o1.landmarks);
+    let sampled: Vec<usize> = (o1.sinks..p).filter(|j| j % o1.stride == 0).collect();
+    let mut out = vec![0.0f64; c.heads * m * d];
+    for a in 0..c.heads {
+        for b in 0..m {
+            let group = &sampled[b * sampled.len() / m..(b + 1) * sampled.len() / m];
+            mean(
+                &mut out[(a * m + b) * d..][..d],
+                group.iter().map(|&j| &queries[(j / o1.stride) * qd + a * d..][..d]),
+            );
+        }
+    }
+    out
+}
+
+/// `out` = the mean of `rows` (in f64).
+fn mean<'a>(out: &mut [f64], rows: impl ExactSizeIterator<Item = &'a [f32]>) {
+    let n = rows.len() as f64;
+    for row in rows {
+        out.iter_mut().zip(row).for_each(|(o, &x)| *o += f64::from(x));
+    }
+    out.iter_mut().for_each(|o| *o /= n);
 }
 
 struct HeadState {

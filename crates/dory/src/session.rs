@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 
 use crate::backend::Backend;
-use crate::config::ExitRule;
 use crate::error::{invalid, Result};
+use crate::exit::ExitRule;
 use crate::forward::{Decoded, Forward, Want};
 use crate::sampler::PENALTY_WINDOW;
 
@@ -44,10 +44,12 @@ impl<B: Backend> Session<B> {
         &mut self.forward
     }
 
-    /// Chooses how full layers attend; starts the session over.
+    /// Chooses how full layers attend; starts the session over (the step's caches are
+    /// reset by `Forward::set_attention` itself).
     pub fn set_attention(&mut self, attention: crate::forward::Attention) -> Result<()> {
         self.forward.set_attention(attention)?;
-        self.reset()
+        self.forget();
+        Ok(())
     }
 
     /// The next position.
@@ -62,10 +64,15 @@ impl<B: Backend> Session<B> {
     /// Starts over: no positions, nothing pending.
     pub fn reset(&mut self) -> Result<()> {
         self.forward.reset()?;
+        self.forget();
+        Ok(())
+    }
+
+    /// The session's own bookkeeping, back to a fresh session's.
+    fn forget(&mut self) {
         self.pos = 0;
         self.pending = None;
         self.recent.clear();
-        Ok(())
     }
 
     /// Feeds a prompt as one segment: the pending sampled token first, then `bos` on a

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use tokenizers::DecoderWrapper;
+
 use crate::error::{Error, Result};
 
 pub struct Tokenizer {
@@ -35,6 +37,23 @@ impl Tokenizer {
     /// The text of `ids`, special tokens included (a user sees what the model wrote).
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
         self.inner.decode(ids, false).map_err(|e| Error::Invalid(format!("cannot decode tokens: {e}")))
+    }
+
+    /// Each id's text in UTF-8 bytes (special tokens: none), for bits per byte. A
+    /// byte-level vocabulary spells every byte as one character; other tokenizers decode
+    /// the token alone.
+    pub fn byte_lengths(&self) -> Vec<usize> {
+        let byte_level = matches!(self.inner.get_decoder(), Some(DecoderWrapper::ByteLevel(_)));
+        let added = self.inner.get_added_tokens_decoder();
+        let ids = 0..self.inner.get_vocab_size(true) as u32;
+        ids.map(|id| match (added.get(&id), self.inner.id_to_token(id)) {
+            (Some(t), _) if t.special => 0,
+            (Some(t), _) => t.content.len(),
+            (None, Some(t)) if byte_level => t.chars().count(),
+            (None, Some(_)) => self.decode(&[id]).map_or(0, |text| text.len()),
+            (None, None) => 0,
+        })
+        .collect()
     }
 
     pub fn id_of(&self, token: &str) -> Option<u32> {

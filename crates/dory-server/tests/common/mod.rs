@@ -43,7 +43,7 @@ pub struct Server {
 /// A CPU session with `attention`, as the server's workers and the tests' references
 /// build them.
 pub fn session(model: &Model, attention: &Attention) -> anyhow::Result<dory::Session<dory::cpu::Cpu>> {
-    let mut s = dory::cpu_session(model, 256)?;
+    let mut s = dory::cpu::session(model, 256)?;
     s.set_attention(attention.clone())?;
     Ok(s)
 }
@@ -62,7 +62,7 @@ pub async fn start_with(args: Args, eos: bool, attention: Attention) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let model = model_dir(dir.path(), eos);
     let loaded = Model::load(&model).unwrap();
-    let make = move |m: &Model| session(m, &attention);
+    let make: dory_server::MakeSession<_> = std::sync::Arc::new(move |m: &Model| session(m, &attention));
     let app = tokio::task::spawn_blocking(move || App::start(loaded, &args, make)).await.unwrap().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -104,6 +104,12 @@ impl Cpu {
     }
 }
 
+/// A session on `model` with the CPU backend.
+pub fn session(model: &crate::Model, chunk: usize) -> Result<crate::Session<Cpu>> {
+    let backend = Cpu::new(&model.config, &model.weights);
+    Ok(crate::Session::new(crate::Forward::new(backend, &model.config, chunk)?))
+}
+
 /// One KV head's keys and values: [slots, stride] storage, the head at `offset`.
 pub(crate) struct KvHead<'a> {
     pub k: &'a [f32],

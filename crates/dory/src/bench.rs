@@ -1,0 +1,126 @@
+//! Prompt processing (pp) and text generation (tg) speed at a pre-filled context depth,
+//! with repetitions, as llama-bench measures them; `dory bench` prints the report.
+
+use std::time::Instant;
+
+use crate::backend::Backend;
+use crate::error::{invalid, Result};
+use crate::forward::Want;
+use crate::rng::Rng;
+use crate::sampler::argmax;
+use crate::session::Session;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Prompt tokens processed (pp), after `depth` tokens of context.
+    pub prompt: usize,
+    /// Tokens generated (tg, greedy) after the prompt.
+    pub gen: usize,
+    pub depth: usize,
+    /// Measured repetitions, after one warm-up.
+    pub reps: usize,
+}
+
+/// The median and the range of a measurement's repetitions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    pub fn of(mut xs: Vec<f64>) -> Stats {
+        xs.sort_by(f64::total_cmp);
+        let n = xs.len();
+        let median = if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 };
+        Stats { median, min: xs[0], max: xs[n - 1] }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Prompt tokens per second.
+    pub pp: Stats,
+    /// Generated tokens per second (none when `gen` is 0).
+    pub tg: Option<Stats>,
+    pub passes_per_token: f64,
+    /// Bytes the caches hold at the end of the last repetition.
+    pub cache_bytes: usize,
+    /// Resident memory as the last repetition's generation starts and ends.
+    pub tg_rss: (Option<u64>, Option<u64>),
+}
+
+/// Runs the warm-up and `reps` repetitions on random tokens, each in a fresh session.
+pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> {
+    if o.prompt == 0 || o.reps == 0 {
+        return Err(invalid!("a benchmark needs a prompt of at least one token and at least one repetition"));
+    }
+    let vocab = session.forward().config().vocab_size as u64;
+    let mut rng = Rng::new(1);
+    let mut random = |n: usize| -> Vec<u32> { (0..n).map(|_| (rng.next_u64() % vocab) as u32).collect() };
+    let (mut pp, mut tg, mut passes) = (vec![], vec![], vec![]);
+    let (mut cache_bytes, mut tg_rss) = (0, (None, None));
+    for rep in 0..=o.reps {
+        session.reset()?;
+        if o.depth > 0 {
+            session.prompt(&random(o.depth), false, Want::Last)?;
+        }
+        let prompt = random(o.prompt);
+        let t0 = Instant::now();
+        let mut logits = session.prompt(&prompt, false, Want::Last)?.logits;
+        let pp_secs = t0.elapsed().as_secs_f64();
+        let rss_before = rss();
+        let t1 = Instant::now();
+        let mut used = 0;
+        for _ in 0..o.gen {
+            session.sampled(argmax(&logits));
+            let d = session.decode()?;
+            used += d.passes;
+            logits = d.logits;
+        }
+        let tg_secs = t1.elapsed().as_secs_f64();
+        cache_bytes = session.forward().cache_bytes();
+        tg_rss = (rss_before, rss());
+        if rep == 0 {
+            continue; // warm-up
+        }
+        pp.push(o.prompt as f64 / pp_secs);
+        if o.gen > 0 {
+            tg.push(o.gen as f64 / tg_secs);
+            passes.push(used as f64 / o.gen as f64);
+        }
+    }
+    let passes_per_token = passes.iter().sum::<f64>() / passes.len().max(1) as f64;
+    let tg = (!tg.is_empty()).then(|| Stats::of(tg));
+    Ok(Report { pp: Stats::of(pp), tg, passes_per_token, cache_bytes, tg_rss })
+}
+
+/// The process's peak resident memory in bytes, where the OS tells it.
+pub fn peak_rss() -> Option<u64> {
+    proc_status("VmHWM:")
+}
+
+/// The process's resident memory now.
+pub fn rss() -> Option<u64> {
+    proc_status("VmRSS:")
+}
+
+fn proc_status(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_range() {
+        assert_eq!(Stats::of(vec![3.0, 1.0, 2.0]), Stats { median: 2.0, min: 1.0, max: 3.0 });
+        assert_eq!(Stats::of(vec![4.0, 1.0, 2.0, 3.0]).median, 2.5);
+    }
+}
