@@ -96,7 +96,6 @@ impl Wgpu {
         self.rec.submit(Some((&none, 4))).map(|_| ())
     }
 
-
     /// The step's RoPE table in this submission's uploads, once for all layers.
     fn upload_rope(&mut self, table: &[f32]) -> u32 {
         if let Some((at, len)) = self.rope {
@@ -308,7 +307,14 @@ impl Backend for Wgpu {
         attend::record(&mut self.rec, c, &bufs, a);
         if let Some((near, lm)) = sealed {
             let far = !near.far(at.pos0).is_empty();
-            let b = o1::SealedBufs { lm: &lm.store, part: &self.part, q: &q.store, qkvg: &qkvg.store, gate_scale, z: &z.store };
+            let b = o1::SealedBufs {
+                lm: &lm.store,
+                part: &self.part,
+                q: &q.store,
+                qkvg: &qkvg.store,
+                gate_scale,
+                z: &z.store,
+            };
             o1::combine(&mut self.rec, c, &b, lm.m, lm.rect, split.chunks, far);
         }
     }

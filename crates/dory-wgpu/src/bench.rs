@@ -41,7 +41,12 @@ pub fn kernel_shapes(base: Options) -> Vec<Options> {
 /// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs,
 /// after unmeasured passes of at least 50 ms of GPU time in all, so that the clocks,
 /// which fall whenever the GPU idles, are up again.
-fn gpu_time(rec: &mut Recorder, rounds: usize, reps: usize, mut work: impl FnMut(&mut Recorder, usize)) -> dory::Result<f64> {
+fn gpu_time(
+    rec: &mut Recorder,
+    rounds: usize,
+    reps: usize,
+    mut work: impl FnMut(&mut Recorder, usize),
+) -> dory::Result<f64> {
     if !rec.dev().caps.pass_timestamps {
         return Err(gpu_err("this adapter has no timestamp queries: the kernels cannot be timed"));
     }
@@ -139,7 +144,9 @@ pub fn matrices(dev: &GpuDevice, (n, k): (usize, usize), dtype: DType) -> dory::
     };
     let shape = [n, k];
     let copies = ((256 << 20) / bytes.len().max(1) + 1).min(64);
-    (0..copies).map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }])).collect()
+    (0..copies)
+        .map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }]))
+        .collect()
 }
 
 /// One projection's timing.
@@ -169,7 +176,9 @@ pub enum Prologue {
 pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: Prologue) -> dory::Result<Timing> {
     let (n, k, dtype) = (mats[0].n, mats[0].k, mats[0].dtype);
     let width = if matches!(prologue, Prologue::Swiglu) { 2 * k } else { k };
-    let upload = |len: usize, seed: u64| Store::with_data(dev, bytemuck::cast_slice(&dory::testing::rand_vec(len, seed)), "input");
+    let upload = |len: usize, seed: u64| {
+        Store::with_data(dev, bytemuck::cast_slice(&dory::testing::rand_vec(len, seed)), "input")
+    };
     let x = upload(rows * width, 1)?;
     let o = upload(rows * width, 2)?;
     let scales = upload(2 * k, 3)?;
@@ -185,7 +194,8 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
         return Err(gpu_err(format!("{prologue:?} does not fuse with {rows} rows of [{n}, {k}]")));
     }
     let reps = 4 * mats.len();
-    let secs = gpu_time(&mut rec, 5, reps, |rec, i| matmul::record(rec, &mats[i % mats.len()], &x, 0, &out, rows, input))?;
+    let secs =
+        gpu_time(&mut rec, 5, reps, |rec, i| matmul::record(rec, &mats[i % mats.len()], &x, 0, &out, rows, input))?;
     let kernel = matmul::kernel_name(&rec, &mats[0], rows, input);
     Ok(Timing {
         kernel,

@@ -85,16 +85,20 @@ impl GpuDevice {
 
     /// `open`, forcing the reductions when `reduce` is given (tests build both).
     pub fn open_with(pick: Pick, reduce: Option<Reduce>) -> dory::Result<Arc<GpuDevice>> {
-        let adapter = choose(pick).ok_or_else(|| {
-            gpu_err(match pick {
-                Pick::Hardware => "no hardware GPU adapter (Vulkan, Metal or DX12) was found",
-                Pick::Any => "no GPU adapter (Vulkan, Metal or DX12; software ones included) was found",
-            })
-        })?;
-        GpuDevice::from_adapter(adapter, reduce).map(Arc::new)
+        GpuDevice::from_adapter(chosen(pick)?, reduce).map(Arc::new)
+    }
+
+    /// `open` with timestamps at the start and end of passes, which benchmarks time
+    /// kernels by (`Recorder::timed`).
+    pub fn open_timed(pick: Pick) -> dory::Result<Arc<GpuDevice>> {
+        GpuDevice::from_adapter_with(chosen(pick)?, None, true).map(Arc::new)
     }
 
     pub fn from_adapter(adapter: wgpu::Adapter, reduce: Option<Reduce>) -> dory::Result<GpuDevice> {
+        GpuDevice::from_adapter_with(adapter, reduce, false)
+    }
+
+    fn from_adapter_with(adapter: wgpu::Adapter, reduce: Option<Reduce>, timed: bool) -> dory::Result<GpuDevice> {
         let info = adapter.get_info();
         let features = adapter.features();
         if !features.contains(wgpu::Features::IMMEDIATES) {
@@ -122,7 +126,7 @@ impl GpuDevice {
         if coop {
             required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
-        let pass_timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        let pass_timestamps = timed && features.contains(wgpu::Features::TIMESTAMP_QUERY);
         if pass_timestamps {
             required |= wgpu::Features::TIMESTAMP_QUERY;
         }
@@ -192,19 +196,32 @@ impl GpuDevice {
     }
 }
 
+/// The adapter `pick` chooses, or an error saying there is none.
+fn chosen(pick: Pick) -> dory::Result<wgpu::Adapter> {
+    choose(pick).ok_or_else(|| {
+        gpu_err(match pick {
+            Pick::Hardware => "no hardware GPU adapter (Vulkan, Metal or DX12) was found",
+            Pick::Any => "no GPU adapter (Vulkan, Metal or DX12; software ones included) was found",
+        })
+    })
+}
+
 /// Whether the GEMM can run on `adapter`'s cooperative matrices: f16 × f16 → f32 at
-/// 16 × 16 × 16, subgroups of exactly 32 (the kernel's layout), not switched off by
-/// DORY_WGPU_COOP=0.
+/// 16 × 16 × 16, subgroups of exactly 32 (the kernel's layout), and asked for with
+/// DORY_WGPU_COOP=1: the kernel is not yet verified on hardware (its first H200 run gave
+/// wrong sums; the fix, zeroed accumulators, awaits a device run), so it is opt-in.
 fn offers_coop(adapter: &wgpu::Adapter) -> bool {
     use wgpu::CooperativeScalarType as T;
     let info = adapter.get_info();
-    let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
+    let wanted =
+        wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
     adapter.features().contains(wanted)
         && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
-        && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
-        && adapter.cooperative_matrix_properties().iter().any(|p| {
-            (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32
-        })
+        && std::env::var("DORY_WGPU_COOP").is_ok_and(|v| v == "1")
+        && adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
 }
 
 /// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of

@@ -1,9 +1,9 @@
 //! The compute pipelines, created once per device: every op's WGSL module, prefixed by
-//! the shared libraries it uses (`ops/reduce_*.wgsl`, `ops/reduce.wgsl`,
-//! `ops/dtype.wgsl`). The libraries are whole WGSL files, not fragments: a module is
-//! their concatenation, the way a C file includes headers, so that each kernel is
-//! written once and the reduction strategy (subgroups or workgroup memory) is chosen
-//! per device without a second copy of any kernel.
+//! the shared libraries it uses (`ops/reduce_*.wgsl` and `ops/reduce.wgsl` always, and
+//! those its `Module` lists). The libraries are whole WGSL files, not fragments: a module
+//! is their concatenation, the way a C file includes headers, so that each kernel and
+//! each piece shared by kernels is written once, and the reduction strategy (subgroups
+//! or workgroup memory) is chosen per device without a second copy of any kernel.
 
 use dory::weights::DType;
 
@@ -18,30 +18,61 @@ pub enum Reduce {
     Shared,
 }
 
+/// A library shared by modules.
 #[derive(Debug)]
-/// One WGSL module: an op's file, whether it reads stored weights (`ops/dtype.wgsl`), and
-/// whether it runs on cooperative matrices (adapters with f16 tensor cores only).
+pub enum Lib {
+    /// Stored weights widened in the shader (`ops/dtype.wgsl`).
+    Dtype,
+    /// The parameters and bindings of the projections of several rows (`ops/matmul.wgsl`).
+    Matmul,
+    /// Where a position sits in a layer's cache (`ops/slots.wgsl`).
+    Slots,
+    /// The group size, joining key groups and the gate (`ops/attention.wgsl`).
+    Attention,
+    /// The nGPT residual of a row (`ops/ngpt.wgsl`).
+    Ngpt,
+}
+
+impl Lib {
+    fn text(&self) -> &'static str {
+        match self {
+            Lib::Dtype => include_str!("ops/dtype.wgsl"),
+            Lib::Matmul => include_str!("ops/matmul.wgsl"),
+            Lib::Slots => include_str!("ops/slots.wgsl"),
+            Lib::Attention => include_str!("ops/attention.wgsl"),
+            Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
+        }
+    }
+}
+
+/// One WGSL module: an op's file, the libraries it uses, and whether it runs on
+/// cooperative matrices (adapters with f16 tensor cores only).
+#[derive(Debug)]
 pub struct Module {
     pub name: &'static str,
     pub source: &'static str,
-    pub weights: bool,
+    pub libs: &'static [Lib],
     pub coop: bool,
 }
 
+const fn module(name: &'static str, source: &'static str, libs: &'static [Lib]) -> Module {
+    Module { name, source, libs, coop: false }
+}
+
 pub const MODULES: &[Module] = &[
-    Module { name: "gemv", source: include_str!("ops/gemv.wgsl"), weights: true, coop: false },
-    Module { name: "gemv1", source: include_str!("ops/gemv1.wgsl"), weights: true, coop: false },
-    Module { name: "gemm", source: include_str!("ops/gemm.wgsl"), weights: true, coop: false },
-    Module { name: "gemm_coop", source: include_str!("ops/gemm_coop.wgsl"), weights: true, coop: true },
-    Module { name: "embed", source: include_str!("ops/embed.wgsl"), weights: true, coop: false },
-    Module { name: "mix", source: include_str!("ops/mix.wgsl"), weights: false, coop: false },
-    Module { name: "residual", source: include_str!("ops/residual.wgsl"), weights: false, coop: false },
-    Module { name: "swiglu", source: include_str!("ops/swiglu.wgsl"), weights: false, coop: false },
-    Module { name: "copy", source: include_str!("ops/copy.wgsl"), weights: false, coop: false },
-    Module { name: "prep", source: include_str!("ops/prep.wgsl"), weights: false, coop: false },
-    Module { name: "attend", source: include_str!("ops/attend.wgsl"), weights: false, coop: false },
-    Module { name: "combine", source: include_str!("ops/combine.wgsl"), weights: false, coop: false },
-    Module { name: "o1", source: include_str!("ops/o1.wgsl"), weights: false, coop: false },
+    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul]),
+    module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
+    module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
+    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[Lib::Dtype, Lib::Matmul]) },
+    module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
+    module("mix", include_str!("ops/mix.wgsl"), &[]),
+    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt]),
+    module("swiglu", include_str!("ops/swiglu.wgsl"), &[]),
+    module("copy", include_str!("ops/copy.wgsl"), &[]),
+    module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
+    module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Attention]),
+    module("combine", include_str!("ops/combine.wgsl"), &[Lib::Attention]),
+    module("o1", include_str!("ops/o1.wgsl"), &[Lib::Attention]),
 ];
 
 /// The text of `module` over the reduction library `reduce`.
@@ -55,8 +86,8 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
     let mut text: String = enables.iter().map(|l| format!("{l}\n")).collect();
     text.push_str(lib);
     text.push_str(include_str!("ops/reduce.wgsl"));
-    if module.weights {
-        text.push_str(include_str!("ops/dtype.wgsl"));
+    for l in module.libs {
+        text.push_str(l.text());
     }
     text.push_str(&body.join("\n"));
     text
@@ -117,8 +148,14 @@ impl Options {
         // x in workgroup memory: up to 8192 floats, less where the device allows less
         // (the reductions take 1 KiB).
         let xs = 2048.min(workgroup_bytes.saturating_sub(1024) / 16);
-        let mut o =
-            Options { reduce, coop, gemv1: Gemv1 { rw: 2, unroll: 2, xs }, coop_tile: (4, 4), coop_split: 2, fuse: true };
+        let mut o = Options {
+            reduce,
+            coop,
+            gemv1: Gemv1 { rw: 2, unroll: 2, xs },
+            coop_tile: (4, 4),
+            coop_split: 2,
+            fuse: true,
+        };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         };
@@ -228,7 +265,9 @@ impl Kernels {
             }
             k
         });
-        let gemv1_scaled = DTYPES.map(|dt| b.add("gemv1", "gemv1_scaled", &gemv1_c(dt, 0.0)));
+        let gemv1_scaled = DTYPES.map(|dt| {
+            b.add_as("gemv1", "gemv1", "gemv1_scaled", &[gemv1_c(dt, 0.0).as_slice(), &[("SCALED", 1.0)]].concat())
+        });
         let gemm = DTYPES.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_coop = options.coop.then(|| {
@@ -236,7 +275,8 @@ impl Kernels {
             let c = |dt: f64| {
                 [("DTYPE", dt), ("WM", f64::from(wm)), ("WN", f64::from(wn)), ("SPLIT", f64::from(options.coop_split))]
             };
-            [1.0, 2.0].map(|dt| [b.add("gemm_coop", "gemm_coop", &c(dt)), b.add("gemm_coop", "gemm_coop_scaled", &c(dt))])
+            [1.0, 2.0]
+                .map(|dt| [b.add("gemm_coop", "gemm_coop", &c(dt)), b.add("gemm_coop", "gemm_coop_scaled", &c(dt))])
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

@@ -253,6 +253,31 @@ impl Recorder {
             self.uploads.clear();
             return Err(e);
         }
+        self.write_uploads()?;
+        let cmds = std::mem::take(&mut self.cmds);
+        let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
+        let dev = self.dev.clone();
+        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+        let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
+        let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
+        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed);
+        let read = read.map(|(src, bytes)| {
+            let bytes = bytes.max(4).next_multiple_of(4);
+            let staging = self.staging_for(bytes);
+            enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
+            (staging, bytes)
+        });
+        dev.queue.submit([enc.finish()]);
+        if let Some(s) = stamps {
+            self.take_stamps(&s, timed, &cmds)?;
+        }
+        drop(cmds);
+        self.sweep();
+        read.map(|(staging, bytes)| read_mapped(&dev.device, &staging, bytes)).transpose()
+    }
+
+    /// Writes this submission's uploads into the arena, grown as needed.
+    fn write_uploads(&mut self) -> dory::Result<()> {
         // A dispatch may bind the arena without reading it (prep without rotation).
         if !self.uploads.is_empty() || self.upload.is_none() {
             let bytes = 4 * self.uploads.len() as u64;
@@ -263,81 +288,77 @@ impl Recorder {
             self.dev.queue.write_buffer(&upload.buffer, 0, bytemuck::cast_slice(&self.uploads));
             self.uploads.clear();
         }
-        let cmds = std::mem::take(&mut self.cmds);
-        let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
-        let dev = self.dev.clone();
-        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
-        let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
-        let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
-        // Timed: one stamp before the pass and one after it.
-        let pass_stamps = stamps.as_ref().filter(|_| timed).map(|s| wgpu::ComputePassTimestampWrites {
-            query_set: &s.set,
-            beginning_of_pass_write_index: Some(0),
-            end_of_pass_write_index: Some(1),
-        });
-        if !cmds.is_empty() {
-            let mut pass = enc
-                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: pass_stamps });
-            for (i, (c, g)) in cmds.iter().zip(&groups).enumerate() {
-                pass.set_pipeline(&dev.kernels.get(c.kernel).pipeline);
-                pass.set_bind_group(0, g, &[]);
-                if !c.imm.is_empty() {
-                    pass.set_immediates(0, &c.imm);
-                }
-                let stamp = stamps.as_ref().filter(|_| !timed && i < crate::profile::MAX_DISPATCHES);
-                if let Some(s) = stamp {
-                    pass.write_timestamp(&s.set, 2 * i as u32);
-                }
-                pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]);
-                if let Some(s) = stamp {
-                    pass.write_timestamp(&s.set, 2 * i as u32 + 1);
-                }
-            }
-        }
-        if let Some(s) = &stamps {
-            enc.resolve_query_set(&s.set, 0..s.count, &s.resolved, 0);
-            enc.copy_buffer_to_buffer(&s.resolved, 0, &s.staging, 0, 8 * u64::from(s.count));
-        }
-        let kernels: Vec<&'static str> = cmds.iter().map(|c| dev.kernels.get(c.kernel).name).collect();
-        let gpu_seconds = &mut self.gpu_seconds;
-        let mut profiled = |stamps: Option<Stamps>| -> dory::Result<()> {
-            let Some(s) = stamps else { return Ok(()) };
-            let words = read_mapped(&dev.device, &s.staging, 8 * u64::from(s.count))?;
-            let ticks: &[u64] = bytemuck::cast_slice(&words);
-            let period = f64::from(dev.queue.get_timestamp_period());
-            if timed {
-                *gpu_seconds += ticks[1].saturating_sub(ticks[0]) as f64 * period * 1e-9;
-                return Ok(());
-            }
-            for (i, name) in kernels.iter().enumerate().take(s.count as usize / 2) {
-                crate::profile::add(name, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period);
-            }
-            Ok(())
-        };
-        let Some((src, bytes)) = read else {
-            dev.queue.submit([enc.finish()]);
-            profiled(stamps)?;
-            drop(cmds);
-            self.sweep();
-            return Ok(None);
-        };
-        let bytes = bytes.max(4).next_multiple_of(4);
+        Ok(())
+    }
+
+    /// A MAP_READ buffer of at least `bytes`, kept for later reads.
+    fn staging_for(&mut self, bytes: u64) -> wgpu::Buffer {
         if self.staging.as_ref().is_none_or(|s| s.size() < bytes) {
-            self.staging = Some(dev.device.create_buffer(&wgpu::BufferDescriptor {
+            self.staging = Some(self.dev.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("read"),
                 size: bytes.next_power_of_two(),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }));
         }
-        let staging = self.staging.clone().expect("made above");
-        enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
-        dev.queue.submit([enc.finish()]);
-        profiled(stamps)?;
-        drop(cmds);
-        self.sweep();
-        let words = read_mapped(&dev.device, &staging, bytes)?;
-        Ok(Some(words))
+        self.staging.clone().expect("made above")
+    }
+
+    /// Reads a submission's timestamps: the pass's GPU time into `gpu_seconds` when timed,
+    /// else each dispatch's into the profile.
+    fn take_stamps(&mut self, s: &Stamps, timed: bool, cmds: &[Cmd]) -> dory::Result<()> {
+        let words = read_mapped(&self.dev.device, &s.staging, 8 * u64::from(s.count))?;
+        let ticks: &[u64] = bytemuck::cast_slice(&words);
+        let period = f64::from(self.dev.queue.get_timestamp_period());
+        if timed {
+            self.gpu_seconds += ticks[1].saturating_sub(ticks[0]) as f64 * period * 1e-9;
+            return Ok(());
+        }
+        for (i, c) in cmds.iter().enumerate().take(s.count as usize / 2) {
+            let name = self.dev.kernels.get(c.kernel).name;
+            crate::profile::add(name, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period);
+        }
+        Ok(())
+    }
+}
+
+/// Records `cmds` as one compute pass of `enc`, with timestamps around the pass (`timed`)
+/// or around every dispatch (profiling) when `stamps` are given.
+fn encode(
+    dev: &GpuDevice,
+    enc: &mut wgpu::CommandEncoder,
+    cmds: &[Cmd],
+    groups: &[wgpu::BindGroup],
+    stamps: Option<&Stamps>,
+    timed: bool,
+) {
+    if !cmds.is_empty() {
+        let pass_stamps = stamps.filter(|_| timed).map(|s| wgpu::ComputePassTimestampWrites {
+            query_set: &s.set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        });
+        let mut pass =
+            enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("step"), timestamp_writes: pass_stamps });
+        for (i, (c, g)) in cmds.iter().zip(groups).enumerate() {
+            pass.set_pipeline(&dev.kernels.get(c.kernel).pipeline);
+            pass.set_bind_group(0, g, &[]);
+            if !c.imm.is_empty() {
+                pass.set_immediates(0, &c.imm);
+            }
+            let stamp = stamps.filter(|_| !timed && i < crate::profile::MAX_DISPATCHES);
+            if let Some(s) = stamp {
+                pass.write_timestamp(&s.set, 2 * i as u32);
+            }
+            pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]);
+            if let Some(s) = stamp {
+                pass.write_timestamp(&s.set, 2 * i as u32 + 1);
+            }
+        }
+    }
+    if let Some(s) = stamps {
+        enc.resolve_query_set(&s.set, 0..s.count, &s.resolved, 0);
+        enc.copy_buffer_to_buffer(&s.resolved, 0, &s.staging, 0, 8 * u64::from(s.count));
     }
 }
 

@@ -55,14 +55,17 @@ fn translate(spec: &Spec, reduce: Reduce) -> String {
     .unwrap_or_else(|e| panic!("{what}: {e}"));
     let entry = spec.entry.to_string();
     let spv_opts = naga::back::spv::Options::default();
-    let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry.clone() };
-    naga::back::spv::write_vec(&module, &info, &spv_opts, Some(&pipeline)).unwrap_or_else(|e| panic!("{what}: SPIR-V: {e}"));
+    let pipeline =
+        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry.clone() };
+    naga::back::spv::write_vec(&module, &info, &spv_opts, Some(&pipeline))
+        .unwrap_or_else(|e| panic!("{what}: SPIR-V: {e}"));
     let msl_opts = naga::back::msl::Options { lang_version: (2, 4), ..Default::default() };
     let msl_pipeline = naga::back::msl::PipelineOptions {
         entry_point: Some((naga::ShaderStage::Compute, entry.clone())),
         ..Default::default()
     };
-    naga::back::msl::write_string(&module, &info, &msl_opts, &msl_pipeline).unwrap_or_else(|e| panic!("{what}: MSL: {e}"));
+    naga::back::msl::write_string(&module, &info, &msl_opts, &msl_pipeline)
+        .unwrap_or_else(|e| panic!("{what}: MSL: {e}"));
     // wgpu 30 has no cooperative matrices on DX12: there the backend runs the plain GEMM.
     if m.coop {
         return what;

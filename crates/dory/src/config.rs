@@ -12,6 +12,9 @@ use serde_path_to_error::Segment;
 use crate::error::{invalid, Error, Result};
 use crate::exit::ExitRule;
 
+/// Query heads per KV head (spec §1): query head a reads KV head a / GROUP.
+pub const GROUP: usize = 4;
+
 /// The two kinds of attention layer (spec §1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,8 +123,7 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Config::parse(&text, path)
+        Config::parse(&std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?, path)
     }
 
     /// Parses the text of a config; `path` only names the file in errors.
@@ -146,7 +148,7 @@ impl Config {
         }
         r.at_least("kv_heads", self.kv_heads, 1)?;
         let (h, k, d) = (self.heads, self.kv_heads, self.head_dim);
-        r.check("heads", h == 4 * k, || format!("must be 4 × kv_heads = {}, got {h}", 4 * k))?;
+        r.check("heads", h == GROUP * k, || format!("must be 4 × kv_heads = {}, got {h}", GROUP * k))?;
         let dims = || format!("must be a multiple of 8 in 8…256, got {d}");
         r.check("head_dim", d % 8 == 0 && (8..=256).contains(&d), dims)?;
         r.check("layers", !self.layers.is_empty(), || "must be a non-empty list of \"sliding\" and \"full\"".into())?;
@@ -170,15 +172,13 @@ impl Config {
         r.at_least("exit.min_passes", min_passes, 1)
     }
 
-    /// Width of the fused q | k | v | gate projection.
+    /// Widths of the fused q | k | v | gate projection, of q (and z), of k (and v).
     pub fn qkvg_width(&self) -> usize {
-        2 * self.heads * self.head_dim + 2 * self.kv_heads * self.head_dim
+        2 * self.q_width() + 2 * self.kv_width()
     }
-
     pub fn q_width(&self) -> usize {
         self.heads * self.head_dim
     }
-
     pub fn kv_width(&self) -> usize {
         self.kv_heads * self.head_dim
     }

@@ -425,6 +425,7 @@ impl<B: Backend> Forward<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::GROUP;
     use crate::cpu::Cpu;
     use crate::exit::Criterion;
 
@@ -481,7 +482,7 @@ mod tests {
                         .map(|(_, k, _)| {
                             f64::from(c.attn_scale)
                                 * q.iter()
-                                    .zip(&k[a / 4 * d..][..d])
+                                    .zip(&k[a / GROUP * d..][..d])
                                     .map(|(x, y)| f64::from(*x) * f64::from(*y))
                                     .sum::<f64>()
                         })
@@ -498,7 +499,7 @@ mod tests {
                         let th: f64 = xs
                             .iter()
                             .zip(&far)
-                            .map(|(x, (_, _, v))| (x - top).exp() * f64::from(v[a / 4 * d + e]))
+                            .map(|(x, (_, _, v))| (x - top).exp() * f64::from(v[a / GROUP * d + e]))
                             .sum();
                         assert!(
                             (f64::from(lm.far_values[at * d + e]) - th).abs() < 1e-4 * (1.0 + th.abs()),

@@ -7,7 +7,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use crate::cache::Near;
-use crate::config::{Config, O1};
+use crate::config::{Config, GROUP, O1};
 
 /// A sealed layer's landmark state. Heads: H query heads, K KV heads; m landmarks.
 #[derive(Clone, Debug)]
@@ -69,7 +69,7 @@ pub fn seal(c: &Config, o1: &O1, p: usize, cache: &Exported) -> Landmarks {
     let heads: Vec<HeadState> = (0..nh)
         .into_par_iter()
         .map(|a| {
-            let ch = a / 4;
+            let ch = a / GROUP;
             let qt = |b: usize| &queries[(a * m + b) * d..][..d];
             let kt = |i: usize| &keys[(ch * m + i) * d..][..d];
             let x = DMatrix::from_fn(m, m, |b, i| lambda * qt(b).iter().zip(kt(i)).map(|(u, v)| u * v).sum::<f64>());

@@ -161,18 +161,17 @@ fn check_attention(
     let (qd, kd, d, eps) = (c.q_width(), c.kv_width(), hd, c.eps as f64);
     // Earlier positions one at a time (single-row steps), then the step under test.
     let mut history: Vec<(Vec<f32>, usize)> = vec![];
-    let run =
-        |b: &mut Cpu, l: &mut Layer<dory::cpu::CpuCache>, at: Rows, y: &[f32]| -> (Vec<f32>, Vec<f32>) {
-            let next = Keys::for_step(kind, w, at.rows, None);
-            let moves = l.keys.moves(&next, at.pos0);
-            b.relayout(&mut l.cache, &next, at.end(), &moves).unwrap();
-            l.keys = next;
-            let rotate = kind == LayerKind::Sliding || rope_full;
-            let rope = dory::rope::table(c.rope_theta, d, at.pos0, at.rows);
-            let (mut q, mut z) = (poison(at.rows * qd), poison(at.rows * qd));
-            b.attend(l, &mut z, &mut q, &y.to_vec(), at, rotate.then_some(&rope[..]));
-            (q, z)
-        };
+    let run = |b: &mut Cpu, l: &mut Layer<dory::cpu::CpuCache>, at: Rows, y: &[f32]| -> (Vec<f32>, Vec<f32>) {
+        let next = Keys::for_step(kind, w, at.rows, None);
+        let moves = l.keys.moves(&next, at.pos0);
+        b.relayout(&mut l.cache, &next, at.end(), &moves).unwrap();
+        l.keys = next;
+        let rotate = kind == LayerKind::Sliding || rope_full;
+        let rope = dory::rope::table(c.rope_theta, d, at.pos0, at.rows);
+        let (mut q, mut z) = (poison(at.rows * qd), poison(at.rows * qd));
+        b.attend(l, &mut z, &mut q, &y.to_vec(), at, rotate.then_some(&rope[..]));
+        (q, z)
+    };
     for p in 0..pos0 {
         let y = rand_vec(width, seed * 1000 + p as u64);
         run(&mut b, &mut l, Rows { pos0: p, rows: 1 }, &y);

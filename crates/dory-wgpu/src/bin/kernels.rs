@@ -44,17 +44,17 @@ fn print(t: &Timing, shape: &str) {
     println!("{j}");
 }
 
-fn run() -> Result<(), String> {
-    let dev = GpuDevice::open(Pick::Any).map_err(err)?;
-    eprintln!("{}", dev.describe());
-    bench::warm_up(&dev, Duration::from_millis(700)).map_err(err)?;
-    let bandwidth = bench::copy_bandwidth(&dev).map_err(err)?;
-    let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(&dev).map_err(err)?;
+/// The floors: a copy's bandwidth and a dispatch's cost, and with a model its bytes and
+/// dispatches per token; prints them and returns the config whose shapes to time.
+fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
+    bench::warm_up(dev, Duration::from_millis(700)).map_err(err)?;
+    let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
+    let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu});
     let config = match (arg("--model"), arg("--config")) {
         (Some(dir), _) => {
-            let (bytes, dispatches) = per_token(&dev, &dir)?;
+            let (bytes, dispatches) = per_token(dev, &dir)?;
             let (bw, ds) = (bytes as f64 / bandwidth, dispatches as f64 * dispatch_gpu.max(dispatch_cpu));
             floors["model"] = json!({"dir": dir, "weight_bytes_per_token": bytes, "dispatches_per_token": dispatches,
                 "bandwidth_floor_s": bw, "dispatch_floor_s": ds, "floor_tokens_per_s": 1.0 / (bw + ds)});
@@ -67,8 +67,12 @@ fn run() -> Result<(), String> {
         (None, None) => None,
     };
     println!("{floors}");
-    let Some(c) = config else { return Ok(()) };
-    let dtypes: Vec<DType> = arg("--dtypes")
+    Ok(config)
+}
+
+/// The dtypes `--dtypes` names (default f16 and bf16).
+fn dtypes() -> Result<Vec<DType>, String> {
+    arg("--dtypes")
         .unwrap_or_else(|| "f16,bf16".into())
         .split(',')
         .map(|d| match d {
@@ -77,7 +81,11 @@ fn run() -> Result<(), String> {
             "bf16" => Ok(DType::BF16),
             other => Err(format!("--dtypes: unknown dtype {other:?}")),
         })
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+/// Times each projection of `c`'s shapes in each kernel shape; returns the timings.
+fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static str, Timing)>, String> {
     let quick = std::env::args().any(|a| a == "--quick");
     let (d, f) = (c.hidden, c.ffn);
     // Each projection of a layer-pass with the prologue the decode step fuses into it, and the head.
@@ -91,9 +99,9 @@ fn run() -> Result<(), String> {
     let base = Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes);
     let variants = if quick { vec![base] } else { bench::kernel_shapes(base) };
     let mut weights = vec![];
-    for &dtype in &dtypes {
+    for dtype in dtypes()? {
         for &(name, nk, prologue) in &shapes {
-            weights.push((name, prologue, bench::matrices(&dev, nk, dtype).map_err(err)?));
+            weights.push((name, prologue, bench::matrices(dev, nk, dtype).map_err(err)?));
         }
     }
     let mut table = vec![];
@@ -127,7 +135,18 @@ fn run() -> Result<(), String> {
             }
         }
     }
-    eprintln!("\n{:<8}{:>6}{:>7}{:>6} {:<46}{:>9}{:>11}{:>11}", "matrix", "n", "k", "rows", "kernel", "µs", "GB/s", "TFLOP/s");
+    Ok(table)
+}
+
+fn run() -> Result<(), String> {
+    let dev = GpuDevice::open_timed(Pick::Any).map_err(err)?;
+    eprintln!("{}", dev.describe());
+    let Some(c) = floors(&dev)? else { return Ok(()) };
+    let table = projections(&dev, &c)?;
+    eprintln!(
+        "\n{:<8}{:>6}{:>7}{:>6} {:<46}{:>9}{:>11}{:>11}",
+        "matrix", "n", "k", "rows", "kernel", "µs", "GB/s", "TFLOP/s"
+    );
     for (name, t) in &table {
         eprintln!(
             "{name:<8}{:>6}{:>7}{:>6} {:<46}{:>9.2}{:>11.0}{:>11.1}",

@@ -58,7 +58,6 @@ const ROTATE: u32 = 4;
 struct CombineParams {
     kv_heads: u32,
     d: u32,
-    width: u32,
     chunks: u32,
     row0: u32,
 }
@@ -139,9 +138,8 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
         (9, Bind::Buf(b.qs.clone())),
     ];
     let prep = a.prep.unwrap_or(Prep { rope_at: None, sample: 0 });
-    let flags = u32::from(direct) * DIRECT
-        + u32::from(a.prep.is_some()) * FUSED
-        + u32::from(prep.rope_at.is_some()) * ROTATE;
+    let flags =
+        u32::from(direct) * DIRECT + u32::from(a.prep.is_some()) * FUSED + u32::from(prep.rope_at.is_some()) * ROTATE;
     let kv = c.kv_heads;
     row_batches(at.rows, |row0, n| {
         let p = Params {
@@ -173,13 +171,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
         (3, Bind::Buf(b.z.clone())),
     ];
     row_batches(at.rows, |row0, n| {
-        let p = CombineParams {
-            kv_heads: kv as u32,
-            d: c.head_dim as u32,
-            width: c.qkvg_width() as u32,
-            chunks: split.chunks as u32,
-            row0,
-        };
+        let p = CombineParams { kv_heads: kv as u32, d: c.head_dim as u32, chunks: split.chunks as u32, row0 };
         rec.dispatch(combine, &binds, &p, [kv as u32, n, 1]);
     });
 }

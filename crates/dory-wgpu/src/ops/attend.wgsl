@@ -74,21 +74,10 @@ const NONE: f32 = -1.0e30;
 var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
 var<workgroup> w_sh: array<vec4<f32>, 32>;    // a tile's weights, one vec4 (4 heads) per key
 var<workgroup> s_sh: array<u32, 32>;          // a tile's slots
-var<workgroup> acc_sh: array<vec4<f32>, 256>; // the key groups' value sums, joined at the end
 var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
 var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
 // A slot that no cache has: the row's own key and value, from workgroup memory.
 const OWN: u32 = 0xffffffffu;
-
-fn slot_of(j: u32) -> u32 {
-    if (j < p.sinks) {
-        return j;
-    }
-    if (p.cap == 0u) {
-        return j;
-    }
-    return p.sinks + j % p.cap;
-}
 
 struct Seen {
     sinks: u32, // sinks the row sees
@@ -145,12 +134,12 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     let d = p.d;
     let half = d / 2u;
     let kd = p.kv_heads * d;
-    let qd = 4u * kd;
+    let qd = GROUP * kd;
     let pos = p.pos0 + r;
     // Segment h of 64 invocations prepares query head 4c + h, then each the key.
     let h = lid / 64u;
     let lane = lid % 64u;
-    let a = 4u * c + h;
+    let a = GROUP * c + h;
     let yq = prep_head(lane, lid, r, r * width() + a * d, true, a * d);
     let yk = prep_head(lane, lid, r, r * width() + qd + c * d, false, 0u);
     let write_kv = ch + 1u == p.chunks;
@@ -191,112 +180,123 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     }
 }
 
+// The online softmax over the keys folded in so far: the maximum and the sum of the four
+// heads' scores, and this invocation's dim of their value sums.
+struct Run {
+    m: vec4<f32>,
+    l: vec4<f32>,
+    acc: vec4<f32>,
+}
+
+// The four queries' dot products with the key in `slot` (OWN: the row's own), over the
+// dims lane, lane + LANES, … of it.
+fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
+    let d4 = p.d / 4u;
+    let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
+    var dots = vec4<f32>(0.0);
+    for (var e = lane; e < d4; e = e + LANES) {
+        var k: vec4<f32>;
+        if (slot == OWN) {
+            k = own_k[e];
+        } else {
+            k = kc[kb + e];
+        }
+        dots += vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
+    }
+    return dots;
+}
+
+// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
+    let key = lid / LANES;
+    let lane = lid % LANES;
+    let i = t0 + key;
+    let valid = i < end;
+    var slot = 0u;
+    var dots = vec4<f32>(0.0);
+    if (valid) {
+        var j = i;
+        if (i >= sn.sinks) {
+            j = sn.lo + i - sn.sinks;
+        }
+        slot = slot_of(j);
+        if (has(FUSED) && j == pos) {
+            slot = OWN;
+        }
+        dots = key_dots(slot, c, lane);
+    }
+    let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
+    let top = max(run.m, seg_max4(s, lid, WG));
+    let fix = exp(run.m - top);
+    var e = vec4<f32>(0.0);
+    if (valid) {
+        e = exp(s - top);
+    }
+    if (lane == 0u) {
+        w_sh[key] = e;
+        s_sh[key] = slot;
+    }
+    // Each key counted once in the sum: by its first lane.
+    let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
+    var acc = run.acc * fix;
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
+    let d = p.d;
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
+    if (group < groups) {
+        let count = min(TILE, end - t0);
+        for (var jj = group; jj < count; jj = jj + groups) {
+            let sl = s_sh[jj];
+            var v: f32;
+            if (sl == OWN) {
+                v = own_v[dim];
+            } else {
+                v = vc[sl * p.kv_heads * d + c * d + dim];
+            }
+            acc += w_sh[jj] * v;
+        }
+    }
+    workgroupBarrier();
+    return Run(top, l, acc);
+}
+
 @compute @workgroup_size(256)
 fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;
     let r = wid.z + p.row0;
     let d = p.d;
-    let d4 = d / 4u;
-    let qd = 4u * p.kv_heads * d;
-    let kd = p.kv_heads * d;
     let pos = p.pos0 + r;
     if (has(FUSED)) {
         prepare(lid, ch, c, r);
     } else {
-        for (var i = lid; i < 4u * d4; i = i + WG) {
-            q_sh[i] = q[(r * qd + 4u * c * d) / 4u + i];
+        let qd = GROUP * p.kv_heads * d;
+        for (var i = lid; i < GROUP * d / 4u; i = i + WG) {
+            q_sh[i] = q[(r * qd + GROUP * c * d) / 4u + i];
         }
     }
     workgroupBarrier();
     let sn = seen(pos);
     let start = min(ch * p.per, sn.n);
     let end = min(start + p.per, sn.n);
-    // Scores: key lid / LANES of the tile, dims lane, lane + LANES, … of it.
-    let key = lid / LANES;
-    let lane = lid % LANES;
-    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
-    let groups = WG / d;
-    let group = lid / d;
-    let dim = lid % d;
-    var m = vec4<f32>(NONE);
-    var l = vec4<f32>(0.0);
-    var acc = vec4<f32>(0.0); // dim, over the 4 heads
+    var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        let i = t0 + key;
-        let valid = i < end;
-        var slot = 0u;
-        var dots = vec4<f32>(0.0);
-        if (valid) {
-            var j = i;
-            if (i >= sn.sinks) {
-                j = sn.lo + i - sn.sinks;
-            }
-            slot = slot_of(j);
-            if (has(FUSED) && j == pos) {
-                slot = OWN;
-            }
-            let kb = (slot * kd + c * d) / 4u;
-            for (var e = lane; e < d4; e = e + LANES) {
-                var k: vec4<f32>;
-                if (slot == OWN) {
-                    k = own_k[e];
-                } else {
-                    k = kc[kb + e];
-                }
-                dots += vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
-            }
-        }
-        let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
-        let top = max(m, seg_max4(s, lid, WG));
-        let fix = exp(m - top);
-        var e = vec4<f32>(0.0);
-        if (valid) {
-            e = exp(s - top);
-        }
-        if (lane == 0u) {
-            w_sh[key] = e;
-            s_sh[key] = slot;
-        }
-        // Each key counted once in the sum: by its first lane.
-        l = l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
-        m = top;
-        acc = acc * fix;
-        if (group < groups) {
-            let count = min(TILE, end - t0);
-            for (var jj = group; jj < count; jj = jj + groups) {
-                let sl = s_sh[jj];
-                var v: f32;
-                if (sl == OWN) {
-                    v = own_v[dim];
-                } else {
-                    v = vc[sl * kd + c * d + dim];
-                }
-                acc += w_sh[jj] * v;
-            }
-        }
-        workgroupBarrier();
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
-    acc_sh[lid] = acc;
-    workgroupBarrier();
-    if (group != 0u) {
+    let acc = join_groups(run.acc, lid, d);
+    if (lid >= d) {
         return;
     }
-    for (var g = 1u; g < groups; g = g + 1u) {
-        acc += acc_sh[g * d + dim];
-    }
     if (has(DIRECT)) {
-        for (var h = 0u; h < 4u; h = h + 1u) {
-            let at = (4u * c + h) * d + dim;
-            let g = qkvg[r * width() + qd + 2u * kd + at] * gate_scale[at];
-            z[r * qd + at] = acc[h] / l[h] * sigmoid(g);
-        }
+        gate_into_z(r, c, p.kv_heads, d, lid, acc / run.l);
         return;
     }
     let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + d);
     if (lid == 0u) {
-        part[base] = m;
-        part[base + 1u] = l;
+        part[base] = run.m;
+        part[base + 1u] = run.l;
     }
-    part[base + 2u + dim] = acc;
+    part[base + 2u + lid] = acc;
 }

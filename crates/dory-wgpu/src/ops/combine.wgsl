@@ -5,7 +5,6 @@
 struct P {
     kv_heads: u32,
     d: u32,
-    width: u32,
     chunks: u32,
     row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
 }
@@ -18,7 +17,6 @@ var<immediate> p: P;
 
 const WG: u32 = 256u;
 
-var<workgroup> acc_sh: array<vec4<f32>, 256>;
 
 // Many chunks (a long span on few rows) are read side by side: the maxima and sums one
 // chunk per invocation, the value sums dims × groups of chunks.
@@ -27,8 +25,6 @@ fn combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid
     let c = wid.x;
     let r = wid.y + p.row0;
     let d = p.d;
-    let kd = p.kv_heads * d;
-    let qd = 4u * kd;
     let first = (r * p.kv_heads + c) * p.chunks;
     var top = vec4<f32>(-3.0e38);
     for (var ch = lid; ch < p.chunks; ch = ch + WG) {
@@ -51,17 +47,8 @@ fn combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid
             acc += part[at + 2u + dim] * exp(part[at] - top);
         }
     }
-    acc_sh[lid] = acc;
-    workgroupBarrier();
-    if (group != 0u) {
-        return;
-    }
-    for (var g = 1u; g < groups; g = g + 1u) {
-        acc += acc_sh[g * d + dim];
-    }
-    for (var h = 0u; h < 4u; h = h + 1u) {
-        let at = (4u * c + h) * d + dim;
-        let g = qkvg[r * p.width + qd + 2u * kd + at] * gate_scale[at];
-        z[r * qd + at] = acc[h] / sum[h] * sigmoid(g);
+    acc = join_groups(acc, lid, d);
+    if (group == 0u) {
+        gate_into_z(r, c, p.kv_heads, d, dim, acc / sum);
     }
 }

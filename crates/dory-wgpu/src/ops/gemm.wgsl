@@ -1,24 +1,8 @@
 // out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i] for many rows: each workgroup computes a
 // 64 × 64 tile of out (64 rows of x, 64 rows of W), walking i in slices of 16 that it
 // stages through workgroup memory; each invocation holds a 4 × 4 block of the tile.
-// `gemm_scaled` multiplies column j by scale[row0 + j]. W is stored as dtype.wgsl says.
-
-struct P {
-    k: u32,      // width of a row of x (a multiple of 4)
-    g8: u32,     // groups of 8 weights in a stored row of W
-    n: u32,      // width of a row of out
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    xr0: u32,    // first row of x
-    yr0: u32,    // first row of out
-    rows: u32,   // rows of x and out
-}
-var<immediate> p: P;
-
-@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read> scale: array<f32>;
+// `gemm_scaled` multiplies column j by scale[row0 + j]. The parameters and bindings are
+// matmul.wgsl's.
 
 const BM: u32 = 64u;
 const BN: u32 = 64u;
@@ -105,7 +89,7 @@ fn gemm_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     for (var c = 0u; c < 4u; c = c + 1u) {
         let j = wid.x * BN + 4u * (lid % 16u) + c;
         if (j < p.rows_w) {
-            s[c] = scale[p.row0 + j];
+            s[c] = scale_at(p.row0 + j);
         }
     }
     store(lid, wid, acc, s);

@@ -7,7 +7,8 @@
 // at the end times 2⁻¹¹: the product then keeps ~22 bits of x, and spec §8's bounds hold
 // as with f32 operands. The weights are f16 as stored, or bf16 widened to f16 (the model
 // checks that they fit). `gemm_coop_scaled` multiplies column j by scale[row0 + j]. Needs
-// subgroups of exactly 32; x must lie within f16's range (|x| < 65504).
+// subgroups of exactly 32; x must lie within f16's range (|x| < 65504). The parameters and
+// bindings are matmul.wgsl's.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence named accumulators, and stores through `let` copies.
@@ -18,23 +19,6 @@ enable wgpu_cooperative_matrix;
 override WM: u32 = 2u;
 override WN: u32 = 2u;
 override SPLIT: u32 = 2u;
-
-struct P {
-    k: u32,      // width of a row of x (a multiple of 4)
-    g8: u32,     // groups of 8 weights in a stored row of W
-    n: u32,      // width of a row of out
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    xr0: u32,    // first row of x
-    yr0: u32,    // first row of out
-    rows: u32,   // rows of x and out
-}
-var<immediate> p: P;
-
-@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read> scale: array<f32>;
 
 const BK: u32 = 32u;
 // Staged rows are SA halves apart (BK + 8: 80 bytes, so that the 16 rows a fragment load
@@ -115,7 +99,7 @@ fn emit(t: coop_mat16x16<f32, C>, u: coop_mat16x16<f32, C>, sg: u32, lane: u32, 
                 v += c_sh[lo_at + e] * (1.0 / LO);
             }
             if (scaled) {
-                v = v * scale[p.row0 + j];
+                v = v * scale_at(p.row0 + j);
             }
             out[(p.yr0 + r) * p.n + p.row0 + j] = v;
         }

@@ -5,28 +5,10 @@
 // SWIGLU = 1 (the down projection), x is formed on the way in from the gate and up halves
 // of the row bound as x, gu = [rows, k | k], and scale = [gate_scale | up_scale]: x_i =
 // silu(gu_i · gs_i) · (gu_{k+i} · us_i), which spares SwiGLU its own dispatch and pass.
-// W is one part of a matrix (rows row0 … row0 + rows_w − 1), stored as dtype.wgsl says.
+// The parameters and bindings are matmul.wgsl's.
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
-
-struct P {
-    k: u32,      // width of a row of x (a multiple of 4)
-    g8: u32,     // groups of 8 weights in a stored row of W
-    n: u32,      // width of a row of out
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    xr0: u32,    // first row of x
-    yr0: u32,    // first row of out
-    rows: u32,   // rows of x and out, 1 … XROWS
-}
-var<immediate> p: P;
-
-@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// Every variant binds it (the plain one to x): SWIGLU's branch makes it statically used.
-@group(0) @binding(3) var<storage, read> scale: array<vec4<f32>>;
 
 const LANES: u32 = 32u;
 
@@ -108,7 +90,7 @@ fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let row = gemv_row(lid, wid);
     if (row.j < p.rows_w && lid % LANES == 0u) {
         let i = p.row0 + row.j;
-        let s = scale[i / 4u][i % 4u];
+        let s = scale_at(i);
         for (var r = 0u; r < p.rows; r = r + 1u) {
             out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r] * s;
         }

@@ -8,13 +8,14 @@
 //          dispatch of its own; workgroup 0 also writes the new h into `h_next`;
 //   PRO 2: x = silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) from gu = x[xr0] = [g | u], with the
 //          scales in `scale` (the down projection).
-// `gemv1_scaled` multiplies column j by scale[row0 + j] (the head). W is one part of a
+// With SCALED = 1 column j is multiplied by scale[row0 + j] (the head). W is one part of a
 // matrix (rows row0 … row0 + rows_w − 1), stored as dtype.wgsl says.
 
 override RW: u32 = 2u;     // rows of W per 32 invocations: 1, 2 or 4
 override UNROLL: u32 = 2u; // pieces of a row in flight per invocation: 1, 2 or 4
 override PRO: u32 = 0u;
 override XS: u32 = 2048u;  // vec4s of x the workgroup holds: at least 2 g8
+override SCALED: u32 = 0u; // 1: column j times scale[row0 + j] (the head)
 
 struct P {
     k: u32,      // width of x (a multiple of 4)
@@ -29,7 +30,7 @@ var<immediate> p: P;
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// The head's column scale (gemv1_scaled), or SwiGLU's [gate_scale | up_scale] (PRO 2);
+// The head's column scale (SCALED), or SwiGLU's [gate_scale | up_scale] (PRO 2);
 // bound to x where neither reads it.
 @group(0) @binding(3) var<storage, read> scale: array<vec4<f32>>;
 // PRO 1 only (bound to x elsewhere): the sub-layer output, the residual's alpha, and
@@ -62,23 +63,7 @@ fn prologue(lid: u32, wid: u32) -> f32 {
             x_sh[e] = a * (1.0 / (1.0 + exp(-a))) * (x[gu + k4 + e] * scale[k4 + e]);
         }
     } else {
-        var sq = vec2<f32>(0.0);
-        for (var e = lid; e < k4; e = e + WG) {
-            let a = x[base + e];
-            let b = o[base + e];
-            sq += vec2<f32>(dot(a, a), dot(b, b));
-        }
-        let sums = seg_sum4(vec4<f32>(sq, 0.0, 0.0), lid, WG);
-        let ih = 1.0 / sqrt(sums.x + p.eps);
-        let io = 1.0 / sqrt(sums.y + p.eps);
-        var t = 0.0;
-        for (var e = lid; e < k4; e = e + WG) {
-            let nh = x[base + e] * ih;
-            let y = nh + alpha[e] * (o[base + e] * io - nh);
-            x_sh[e] = y;
-            t += dot(y, y);
-        }
-        let r = 1.0 / sqrt(seg_sum(t, lid, WG) + p.eps);
+        let r = residual_row(base, k4, lid, p.eps);
         if (wid == 0u) {
             for (var e = lid; e < k4; e = e + WG) {
                 h_next[base + e] = x_sh[e] * r;
@@ -89,6 +74,19 @@ fn prologue(lid: u32, wid: u32) -> f32 {
     }
     workgroupBarrier();
     return 1.0;
+}
+
+// The residual's reads and writes (ngpt.wgsl): h is x, y goes to x_sh.
+fn res_h(base: u32, e: u32) -> vec4<f32> {
+    return x[base + e];
+}
+
+fn res_o(base: u32, e: u32) -> vec4<f32> {
+    return o[base + e];
+}
+
+fn res_put(base: u32, e: u32, y: vec4<f32>) {
+    x_sh[e] = y;
 }
 
 fn xs8(g: u32) -> W8 {
@@ -135,21 +133,12 @@ fn gemv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         for (var t = 0u; t < RW; t = t + 1u) {
             let j = rows.j0 + t;
             if (j < p.rows_w) {
-                out[p.row0 + j] = rows.sums[t];
-            }
-        }
-    }
-}
-
-@compute @workgroup_size(256)
-fn gemv1_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let rows = gemv1_rows(lid, wid);
-    if (lid % LANES == 0u) {
-        for (var t = 0u; t < RW; t = t + 1u) {
-            let j = rows.j0 + t;
-            if (j < p.rows_w) {
                 let i = p.row0 + j;
-                out[i] = rows.sums[t] * scale[i / 4u][i % 4u];
+                var v = rows.sums[t];
+                if (SCALED == 1u) {
+                    v = v * scale[i / 4u][i % 4u];
+                }
+                out[i] = v;
             }
         }
     }

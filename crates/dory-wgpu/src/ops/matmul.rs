@@ -51,7 +51,12 @@ pub enum Input<'a> {
     Swiglu(&'a Arc<Store>),
     /// x is h; the projection's input is the nGPT residual of h and `o`, which is also
     /// written to `h_next` (one row only: see `fuses`).
-    Residual { o: &'a Arc<Store>, alpha: &'a Arc<Store>, h_next: &'a Arc<Store>, eps: f32 },
+    Residual {
+        o: &'a Arc<Store>,
+        alpha: &'a Arc<Store>,
+        h_next: &'a Arc<Store>,
+        eps: f32,
+    },
 }
 
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part: SwiGLU

@@ -31,16 +31,6 @@ var<immediate> p: P;
 
 const WG: u32 = 64u;
 
-fn slot_of(pos: u32) -> u32 {
-    if (pos < p.sinks) {
-        return pos;
-    }
-    if (p.cap == 0u) {
-        return pos;
-    }
-    return p.sinks + pos % p.cap;
-}
-
 @compute @workgroup_size(64)
 fn prep(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let a = wid.x;

@@ -89,7 +89,8 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
             let (_dir, model) = random_model(&c, 40 + d as u64, DType::F32);
             let (mut cpu, mut gpu) = backends(dev, &model);
             let sampled = Keys::Full { sample: Some(o1.stride) };
-            let (mut lc, mut lg) = (layer(&mut cpu, LayerKind::Full, sampled), layer(&mut gpu, LayerKind::Full, sampled));
+            let (mut lc, mut lg) =
+                (layer(&mut cpu, LayerKind::Full, sampled), layer(&mut gpu, LayerKind::Full, sampled));
             let what = |s: &str| format!("{} o1 d {d} sealed at {seal}: {s}", dev.describe());
             // Before the seal: exact, keeping the sampled queries.
             let at = Rows { pos0: 0, rows: seal };

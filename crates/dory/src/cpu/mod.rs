@@ -12,7 +12,7 @@ use kernels::{inv_norm, normalize, sigmoid};
 
 use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
-use crate::config::Config;
+use crate::config::{Config, GROUP};
 use crate::error::Result;
 use crate::nystrom::{Exported, Landmarks};
 use crate::weights::Weights;
@@ -129,7 +129,7 @@ fn attend_group(
     scores: &mut Vec<f32>,
 ) {
     let (k, v, stride, off) = (kv.k, kv.v, kv.stride, kv.offset);
-    let d = z4.len() / 4;
+    let d = z4.len() / GROUP;
     for (zh, qh) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)) {
         scores.clear();
         scores.extend(slots.clone().map(|s| scale * dot(qh, &k[s * stride + off..][..d])));
@@ -196,11 +196,11 @@ impl Cpu {
         let (scale, width) = (c.attn_scale, c.qkvg_width());
         let gate_scale = &self.layers[layer.index].gate_scale;
         // One task per (row, KV head): its four query heads share the keys.
-        z[..at.rows * qd].par_chunks_mut(4 * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
+        z[..at.rows * qd].par_chunks_mut(GROUP * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
             let (r, kh) = (t / nk, t % nk);
             let p = at.pos0 + r;
             let slots = keys.visible(p).map(|j| keys.slot(j));
-            let q4 = &q[r * qd + kh * 4 * d..][..4 * d];
+            let q4 = &q[r * qd + kh * GROUP * d..][..GROUP * d];
             let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
             match (keys, &cache.landmarks) {
                 (Keys::Sealed(near), Some(lm)) => {
@@ -209,8 +209,8 @@ impl Cpu {
                 _ => attend_group(z4, q4, &kv, slots, scale, scores),
             }
             // The gate: z ⊙ σ(yg ⊙ gate_scale).
-            let g = &qkvg[r * width + qd + 2 * kd + kh * 4 * d..][..4 * d];
-            let gs = &gate_scale[kh * 4 * d..][..4 * d];
+            let g = &qkvg[r * width + qd + 2 * kd + kh * GROUP * d..][..GROUP * d];
+            let gs = &gate_scale[kh * GROUP * d..][..GROUP * d];
             for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
                 *z *= sigmoid(g * s);
             }

@@ -2,6 +2,7 @@
 //! the push.
 
 use super::{dot, KvHead};
+use crate::config::GROUP;
 use crate::nystrom::Landmarks;
 
 /// The attend of the four query heads of one KV head of one row: the near set exactly
@@ -18,12 +19,12 @@ pub fn attend_sealed(
     scale: f32,
     scores: &mut Vec<f32>,
 ) {
-    let d = z4.len() / 4;
+    let d = z4.len() / GROUP;
     let m = lm.m;
     let kh = kv.offset / d;
     let mut gains = vec![0.0f32; m];
     for (h, (zh, qh)) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)).enumerate() {
-        let a = kh * 4 + h;
+        let a = kh * GROUP + h;
         // Near scores, and their maximum C.
         scores.clear();
         scores.extend(slots.clone().map(|s| scale * dot(qh, &kv.k[s * kv.stride + kv.offset..][..d])));
@@ -79,7 +80,7 @@ pub fn push(lm: &mut Landmarks, k: &[f32], v: &[f32], d: usize, scale: f32) {
     let m = lm.m;
     let heads = lm.far_max.len() / m;
     for a in 0..heads {
-        let (kh, vh) = (&k[a / 4 * d..][..d], &v[a / 4 * d..][..d]);
+        let (kh, vh) = (&k[a / GROUP * d..][..d], &v[a / GROUP * d..][..d]);
         for b in 0..m {
             let at = a * m + b;
             let x = scale * dot(&lm.queries[at * d..][..d], kh);

@@ -1,0 +1,38 @@
+// What the attention kernels share (attend.wgsl, combine.wgsl, o1.wgsl). Each module that
+// includes this binds `qkvg`, `gate_scale` and `z` under those names.
+
+// Query heads per KV head (spec §1: H = 4K): the four lanes of the vec4s that hold a KV
+// head's scores, sums and value sums.
+const GROUP: u32 = 4u;
+
+// The value sums of the workgroup's groups of keys (or chunks), one vec4 (a KV head's
+// query heads) per invocation, joined across the groups.
+var<workgroup> acc_sh: array<vec4<f32>, 256>;
+
+// Σ over the groups of invocation `lid`'s dim (lid % d) of the groups' value sums
+// `acc`: complete in the first group (lid < d), which the caller keeps; every invocation
+// of the workgroup (256) must call it.
+fn join_groups(acc: vec4<f32>, lid: u32, d: u32) -> vec4<f32> {
+    acc_sh[lid] = acc;
+    workgroupBarrier();
+    var sum = acc;
+    if (lid < d) {
+        for (var g = 1u; g < 256u / d; g = g + 1u) {
+            sum += acc_sh[g * d + lid];
+        }
+    }
+    return sum;
+}
+
+// z ← out ⊙ σ(yg ⊙ gate_scale) (spec §4's gate) at dim `dim` of the query heads of KV
+// head c, row r, for the attention output `out` of each (a vec4 of GROUP heads).
+fn gate_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>) {
+    let kd = kv_heads * d;
+    let qd = GROUP * kd;
+    // A row of qkvg: H·d + K·d + K·d + H·d.
+    let yg = r * (2u * qd + 2u * kd) + qd + 2u * kd;
+    for (var h = 0u; h < GROUP; h = h + 1u) {
+        let at = (GROUP * c + h) * d + dim;
+        z[r * qd + at] = out[h] * sigmoid(qkvg[yg + at] * gate_scale[at]);
+    }
+}

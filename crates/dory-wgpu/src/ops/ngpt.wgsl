@@ -1,0 +1,25 @@
+// The nGPT residual (spec §4) of one row, shared by residual.wgsl and gemv1.wgsl's prologue:
+// y = N(h) + alpha ⊙ (N(o) − N(h)), read through the including module's res_h(base, e) and
+// res_o(base, e) (vec4 e of the row at `base`), written through res_put(base, e, y); returns
+// 1/‖y‖, the final N, which the caller applies where it is cheapest. The module binds
+// `alpha`. Every invocation of the workgroup (256) must call it.
+
+fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> f32 {
+    var sq = vec2<f32>(0.0);
+    for (var e = lid; e < n; e = e + 256u) {
+        let a = res_h(base, e);
+        let b = res_o(base, e);
+        sq += vec2<f32>(dot(a, a), dot(b, b));
+    }
+    let sums = seg_sum4(vec4<f32>(sq, 0.0, 0.0), lid, 256u);
+    let ih = 1.0 / sqrt(sums.x + eps);
+    let io = 1.0 / sqrt(sums.y + eps);
+    var t = 0.0;
+    for (var e = lid; e < n; e = e + 256u) {
+        let nh = res_h(base, e) * ih;
+        let y = nh + alpha[e] * (res_o(base, e) * io - nh);
+        res_put(base, e, y);
+        t += dot(y, y);
+    }
+    return 1.0 / sqrt(seg_sum(t, lid, 256u) + eps);
+}
