@@ -17,6 +17,8 @@
 #                              model at depths 0 and 4k, and PyTorch at depth 0
 #   bench/wgpu_h200.sh run kernels the GPU tests and every kernel shape (dory-wgpu-kernels),
 #                              then what quick runs
+#   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
+#                              (for `run ab`: the two binaries in the same call)
 #   bench/wgpu_h200.sh run ab  the GPU tests, every kernel shape (f16), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
 #                              (fusion off, the old one-row kernel, no tensor cores, the
@@ -38,6 +40,13 @@ for l in sys.stdin:
     mkdir -p $carry
     cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
     cp "$test_bin" $carry/gpu-tests
+    if [ -n "${2:-}" ]; then
+        # Another commit's binary, built in a worktree of its own.
+        old=/tmp/dory-build-$2
+        [ -d $old ] || git worktree add -q --detach $old "$2"
+        (cd $old && cargo build --release --locked -p dory-cli)
+        cp $old/target/release/dory $carry/dory-$2
+    fi
     strip $carry/*
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
     # libGLdispatch (libglvnd0); with the loader alone it does not load and wgpu sees no
@@ -118,9 +127,15 @@ if ((ab)) && [ -f $large/config.json ]; then
         local tag=$1; shift
         room 40 "$tag" || return 0
         env "$@" timeout 40 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
-            --exit none --json | sed "s/\"attention\":\"exact\"/\"attention\":\"$tag\"/" | tee -a "$bench"
+            --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$tag\"/" | tee -a "$bench"
     }
     ab_run "defaults" X=1
+    for other in $carry/dory-*; do
+        [ "$other" = $carry/dory-wgpu-kernels ] && continue
+        room 40 "$other" || break
+        timeout 40 "$other" bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
+            --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"${other##*/}\"/" | tee -a "$bench"
+    done
     ab_run "fuse off" DORY_WGPU_FUSE=0
     ab_run "fuse off, old gemv" DORY_WGPU_FUSE=0 DORY_WGPU_GEMV1=off
     ab_run "gemv1 4,4" DORY_WGPU_GEMV1=4,4
