@@ -12,7 +12,7 @@ use dory::weights::{DType, TensorView};
 
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
-use crate::kernels::{Gemv1, Options};
+use crate::kernels::{coop_workgroup_bytes, Gemv1, Options};
 use crate::model::{upload_matrix, Matrix};
 use crate::ops::copy::Params as CopyParams;
 use crate::ops::matmul::{self, Input};
@@ -23,7 +23,7 @@ use crate::record::{Bind, Recorder, Store};
 /// for one row too (x held in too little workgroup memory for any matrix), the single-row
 /// projection's rows per run × pieces in flight, and the plain GEMM against the
 /// tensor-core one's tiles and split.
-pub fn kernel_shapes(base: Options) -> Vec<Options> {
+pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let mut all = vec![base, Options { gemv1: Gemv1 { xs: 4, ..base.gemv1 }, ..base }];
     for (rw, unroll) in [(1, 4), (2, 2), (2, 4), (4, 2), (4, 4)] {
         all.push(Options { gemv1: Gemv1 { rw, unroll, ..base.gemv1 }, ..base });
@@ -31,7 +31,9 @@ pub fn kernel_shapes(base: Options) -> Vec<Options> {
     if base.coop {
         all.push(Options { coop: false, ..base });
         for (tile, split) in [((2, 4), 2), ((4, 2), 2), ((4, 4), 1), ((4, 4), 2)] {
-            all.push(Options { coop_tile: tile, coop_split: split, ..base });
+            if coop_workgroup_bytes(tile, split) <= workgroup_bytes {
+                all.push(Options { coop_tile: tile, coop_split: split, ..base });
+            }
         }
     }
     all.dedup();

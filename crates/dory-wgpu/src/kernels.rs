@@ -167,9 +167,27 @@ impl Options {
         if let Some(&[wm, wn, split]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
             (o.coop_tile, o.coop_split) = ((wm, wn), split);
         }
+        // wgpu does not check a kernel's workgroup memory against the device's limit (a
+        // driver may then hang): the largest tile that fits.
+        let fits = |o: &Options| coop_workgroup_bytes(o.coop_tile, o.coop_split) <= workgroup_bytes;
+        for tile in [(4, 4), (2, 4), (4, 2), (2, 2)] {
+            if !fits(&o) {
+                o.coop_tile = tile;
+            }
+        }
+        o.coop &= fits(&o);
         o.fuse = std::env::var("DORY_WGPU_FUSE").map_or(true, |v| v != "0");
         o
     }
+}
+
+/// Bytes of workgroup memory `gemm_coop.wgsl` takes for a tile of WM × WN subgroups and
+/// x in `split` parts: its arrays (x's parts, W, a tile per subgroup, the zero tile), each
+/// rounded up to 16 bytes.
+pub fn coop_workgroup_bytes((wm, wn): (u32, u32), split: u32) -> u32 {
+    const SA: u32 = 40;
+    let arrays = [2 * 32 * wm * SA, 2 * (32 * wm * SA * (split - 1) + 1), 2 * 32 * wn * SA, 4 * 256 * wm * wn, 1024];
+    arrays.iter().map(|b| b.next_multiple_of(16)).sum()
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in

@@ -2,7 +2,7 @@
 //! validates through naga and translates to SPIR-V (Vulkan), MSL (Metal) and HLSL (DX12;
 //! not the tensor-core GEMM, which wgpu offers on Vulkan only): no GPU needed.
 
-use dory_wgpu::kernels::{module_text, Kernels, Options, Reduce, Spec, MODULES};
+use dory_wgpu::kernels::{coop_workgroup_bytes, module_text, Kernels, Options, Reduce, Spec, MODULES};
 use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 
@@ -30,7 +30,7 @@ fn option_sets() -> Vec<Options> {
         all.push(Options::new(reduce, false, 16384));
         all.push(Options::new(reduce, false, 49152));
     }
-    for o in dory_wgpu::bench::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152)) {
+    for o in dory_wgpu::bench::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);
     }
     all
@@ -101,4 +101,21 @@ fn every_kernel_validates_and_translates() {
         assert!(checked.iter().any(|w| w.starts_with(&format!("{}::", m.name))), "{} was never checked", m.name);
     }
     eprintln!("{} pipelines translated", checked.len());
+}
+
+/// wgpu does not check workgroup memory against the device's limit, so the options must:
+/// every tile the backend or the benchmarks would build fits, and a smaller limit gets a
+/// smaller tile or no tensor cores.
+#[test]
+fn tensor_core_tiles_fit_the_workgroup_memory() {
+    for limit in [16384, 32768, 49152] {
+        let o = Options::new(Reduce::Subgroup, true, limit);
+        assert!(!o.coop || coop_workgroup_bytes(o.coop_tile, o.coop_split) <= limit, "{o:?} at {limit}");
+        for v in dory_wgpu::bench::kernel_shapes(o, limit) {
+            assert!(!v.coop || coop_workgroup_bytes(v.coop_tile, v.coop_split) <= limit, "{v:?} at {limit}");
+        }
+    }
+    // The 4 × 4 tile with x in two parts: 48,144 bytes, within NVIDIA's 48 KiB.
+    assert_eq!(coop_workgroup_bytes((4, 4), 2), 48144);
+    assert_eq!(Options::new(Reduce::Subgroup, true, 49152).coop_tile, (4, 4));
 }

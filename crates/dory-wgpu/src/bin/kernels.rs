@@ -97,7 +97,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         ("head", (c.vocab_size, d), Prologue::None),
     ];
     let base = Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes);
-    let variants = if quick { vec![base] } else { bench::kernel_shapes(base) };
+    let variants = if quick { vec![base] } else { bench::kernel_shapes(base, dev.caps.workgroup_bytes) };
     let mut weights = vec![];
     for dtype in dtypes()? {
         for &(name, nk, prologue) in &shapes {

@@ -28,7 +28,7 @@ const SA: u32 = 40u;
 var<workgroup> a_hi: array<f16, 32u * WM * SA>;                     // [32 WM, SA]: x, rounded
 var<workgroup> a_lo: array<f16, 32u * WM * SA * (SPLIT - 1u) + 1u>; // what the rounding left
 var<workgroup> b_sh: array<f16, 32u * WN * SA>;                     // [32 WN, SA]: W's rows (B column-major)
-var<workgroup> c_sh: array<f32, 256u * WM * WN * SPLIT>;            // one or two 16 × 16 tiles per subgroup, on the way out
+var<workgroup> c_sh: array<f32, 256u * WM * WN>;                    // a 16 × 16 tile per subgroup, on the way out
 var<workgroup> zero_sh: array<f32, 256>;                             // a 16 × 16 tile of zeros
 
 // The remainder's scale: 2¹¹.
@@ -82,29 +82,36 @@ fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
 // SPLIT = 2), through the subgroup's slice of c_sh, within bounds, times the column scale
 // when `scaled`.
 fn emit(t: coop_mat16x16<f32, C>, u: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
-    let at = sg * 256u * SPLIT;
-    let lo_at = at + 256u;
+    let at = sg * 256u;
     let stride = 16u;
+    // Each lane's 8 values of the tile, then of the remainder's tile, through one slice.
+    var v: array<f32, 8>;
     coopStoreT(t, &c_sh[at], stride);
-    if (SPLIT == 2u) {
-        coopStoreT(u, &c_sh[lo_at], stride);
+    workgroupBarrier();
+    for (var i = 0u; i < 8u; i = i + 1u) {
+        v[i] = c_sh[at + lane + 32u * i];
     }
     workgroupBarrier();
-    for (var e = lane; e < 256u; e = e + 32u) {
+    if (SPLIT == 2u) {
+        coopStoreT(u, &c_sh[at], stride);
+        workgroupBarrier();
+        for (var i = 0u; i < 8u; i = i + 1u) {
+            v[i] += c_sh[at + lane + 32u * i] * (1.0 / LO);
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 8u; i = i + 1u) {
+        let e = lane + 32u * i;
         let r = r0 + e / 16u;
         let j = j0 + e % 16u;
         if (r < p.rows && j < p.rows_w) {
-            var v = c_sh[at + e];
-            if (SPLIT == 2u) {
-                v += c_sh[lo_at + e] * (1.0 / LO);
-            }
+            var x = v[i];
             if (scaled) {
-                v = v * scale_at(p.row0 + j);
+                x = x * scale_at(p.row0 + j);
             }
-            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+            out[(p.yr0 + r) * p.n + p.row0 + j] = x;
         }
     }
-    workgroupBarrier();
 }
 
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
