@@ -3,9 +3,11 @@ train/data.py built (passages the tokenizer and the model never trained on), dec
 text. The one source of held-out text: `train/data.py build` also writes it, as
 train/data/heldout.txt and, tokenized, carry/heldout.u16.xz (what train.py scores).
 
-Usage: python bench/heldout.py OUT.txt [--data train/data] [--sources shakespeare,milton,kjv,brown]
-(needs `python train/data.py fetch && build` first; --sources keeps those sources' passages,
-e.g. the four of dory-tiny v1, whose held-out passages are the same.)
+Usage: python bench/heldout.py OUT.txt [--data train/data] [--sources shakespeare,milton,kjv,brown] [--every N]
+(needs `python train/data.py fetch && build` first, or --data train/data/carry; --sources
+keeps those sources' passages, e.g. the four of dory-tiny v1, whose held-out passages are the
+same; --every N keeps every N-th passage, from the first: a short sample spread over every
+source, e.g. for `dory ppl --decode` sweeps, whose first tokens all come from one source.)
 """
 from __future__ import annotations
 
@@ -41,8 +43,9 @@ def val_ids(data: Path, sources: list[str] | None = None) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def heldout_text(data: Path, sources: list[str] | None = None) -> tuple[str, int, int]:
-    """(text, passages, tokens): the held-out passages decoded, blank-line separated."""
+def heldout_text(data: Path, sources: list[str] | None = None, every: int = 1) -> tuple[str, int, int]:
+    """(text, passages, tokens): the held-out passages decoded, blank-line separated (every
+    `every`-th passage, from the first; tokens counts the passages kept)."""
     from tokenizers import Tokenizer
 
     ids = val_ids(data, sources)
@@ -50,8 +53,9 @@ def heldout_text(data: Path, sources: list[str] | None = None) -> tuple[str, int
     # Passages are stored as <|bos|> text <|eos|>: split at bos, drop the special tokens.
     bos = tok.token_to_id("<|bos|>")
     cuts = np.flatnonzero(ids == bos).tolist() + [len(ids)]
-    passages = [tok.decode(ids[a:b].tolist(), skip_special_tokens=True).strip() for a, b in zip(cuts, cuts[1:])]
-    return "\n\n".join(p for p in passages if p), len(passages), len(ids)
+    spans = list(zip(cuts, cuts[1:]))[::every]
+    passages = [tok.decode(ids[a:b].tolist(), skip_special_tokens=True).strip() for a, b in spans]
+    return "\n\n".join(p for p in passages if p), len(passages), sum(b - a for a, b in spans)
 
 
 def main(argv=None) -> None:
@@ -59,8 +63,11 @@ def main(argv=None) -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--data", type=Path, default=ROOT / "train" / "data")
     ap.add_argument("--sources", default=None, help="comma-separated source names (default: all)")
+    ap.add_argument("--every", type=int, default=1, help="keep every N-th passage (default: all)")
     a = ap.parse_args(argv)
-    text, n, tokens = heldout_text(a.data, a.sources.split(",") if a.sources else None)
+    if a.every < 1:
+        raise SystemExit("--every: N must be at least 1")
+    text, n, tokens = heldout_text(a.data, a.sources.split(",") if a.sources else None, a.every)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text)
     print(f"{n} passages, {len(text)} characters, {len(text.encode())} bytes, {tokens} tokens → {a.out}")

@@ -6,7 +6,9 @@
 #            context of 1k, 4k and 16k, exact vs O(1).
 # Usage: bench/o1_cpu.sh [quality|scale|all]   (writes bench/out/o1_quality.txt and
 # bench/out/o1_scale.jsonl). Quality does not depend on the machine's load; scale does:
-# run it on a quiet machine.
+# run it on a quiet machine. LANDMARKS (default "8 16 32"), RECT ("true false"), LENGTHS
+# ("2048 4096 16384") and THREADS (default: every core) narrow the quality sweep; each
+# line of the quality file ends with the run's wall time.
 set -euo pipefail
 what=${1:-all}
 cd "$(dirname "$0")/.."
@@ -16,14 +18,21 @@ mkdir -p bench/out
 text=bench/out/heldout.txt
 [ -f $text ] || python bench/heldout.py $text
 q=bench/out/o1_quality.txt
+threads=${THREADS:+--threads $THREADS}
+timed() {  # the command's output line, then its wall time
+    local t0=$SECONDS out
+    out=$("$@")
+    echo "$out | $((SECONDS - t0)) s"
+}
 [ "$what" = scale ] || : > $q
-[ "$what" = scale ] || for n in 2048 4096 16384; do
+[ "$what" = scale ] || for n in ${LENGTHS:-2048 4096 16384}; do
     echo "== $n tokens, exact" | tee -a $q
-    $dory ppl $text --backend cpu --exit none --decode --tokens $n --attention exact | tee -a $q
-    for m in 8 16 32; do
-        for rect in true false; do
+    timed $dory ppl $text --backend cpu $threads --exit none --decode --tokens $n --attention exact | tee -a $q
+    for m in ${LANDMARKS:-8 16 32}; do
+        for rect in ${RECT:-true false}; do
             echo "== $n tokens, o1 landmarks=$m rect=$rect" | tee -a $q
-            $dory ppl $text --backend cpu --exit none --decode --tokens $n --attention o1 --o1 landmarks=$m,rect=$rect | tee -a $q
+            timed $dory ppl $text --backend cpu $threads --exit none --decode --tokens $n --attention o1 \
+                --o1 landmarks=$m,rect=$rect | tee -a $q
         done
     done
 done

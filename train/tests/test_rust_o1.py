@@ -2,7 +2,7 @@
 after the seal, every row within 1e-3 (rect on), the same greedy tokens away from near-ties
 (top-2 gap < 5e-2 in O(1) mode); before the seal, exact mode's 1e-5. On an exported random
 model with small O(1) settings (so that the far span grows over many pushes) and on the
-shipped model with its own settings (32 landmarks, sealed at 516)."""
+shipped model with its own settings (its config's o1 section: 16 landmarks, sealed at 388)."""
 
 import os
 import random
@@ -76,7 +76,7 @@ def test_exported_random_model_with_a_growing_far_span(tmp_path):
 
 @pytest.mark.skipif(not (SHIPPED / "model.safetensors").exists(), reason="models/dory-tiny is not there")
 def test_shipped_model_past_its_seal(tmp_path):
-    # A prompt of about 560 tokens: the first decoding step seals at 516.
+    # A prompt of about 560 tokens: the first decoding step seals (at 388 with the shipped 16 landmarks).
     words = "the king said that all of his men would go to the sea and find the ship before night came".split()
     rng = random.Random(3)
     prompt = " ".join(rng.choice(words) for _ in range(520)) + "."
