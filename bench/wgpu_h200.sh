@@ -29,6 +29,16 @@ carry=.wgpu-carry
 
 if [ "${1:-}" = build ]; then
     set -e
+    target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+    mkdir -p $carry
+    if [ -n "${2:-}" ]; then
+        # Another commit's binary, built first in a worktree of its own but in this target
+        # folder (its dependencies built once; this commit's binaries, built next, win).
+        old=/tmp/dory-build-$2
+        [ -d $old ] || git worktree add -q --detach $old "$2"
+        (cd $old && CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
+        cp "$target/release/dory" $carry/dory-$2
+    fi
     cargo build --release --locked -p dory-cli -p dory-wgpu
     test_bin=$(cargo test --release --locked -p dory-wgpu --test gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
@@ -36,17 +46,8 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
         print(m["executable"])')
-    target=${CARGO_TARGET_DIR:-target}
-    mkdir -p $carry
     cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
     cp "$test_bin" $carry/gpu-tests
-    if [ -n "${2:-}" ]; then
-        # Another commit's binary, built in a worktree of its own.
-        old=/tmp/dory-build-$2
-        [ -d $old ] || git worktree add -q --detach $old "$2"
-        (cd $old && cargo build --release --locked -p dory-cli)
-        cp $old/target/release/dory $carry/dory-$2
-    fi
     strip $carry/*
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
     # libGLdispatch (libglvnd0); with the loader alone it does not load and wgpu sees no

@@ -24,7 +24,7 @@
 # below), TRIAL_STEPS (default 300: 19.7M tokens each), RESERVE (seconds kept for the final
 # evaluation and export, default 60), MIN_RUN (least seconds of the run; trials are
 # dropped from the end of the list to keep them, default 120), EXTRA (more train.py
-# arguments, every run), DRY=1 (CPU, tiny shapes).
+# arguments, every run), SHIPPED=0 (skip step 4), DRY=1 (CPU, tiny shapes).
 # Degrades with LIMIT: trials that do not fit are dropped (fewer than two: no trial, the
 # first candidate trains from scratch for the whole time); the run's length is time-based.
 set -uo pipefail
@@ -49,13 +49,16 @@ left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 # the decode regime — ~680k tokens/s for l3w320, ~400k expected for l4w384 — and the
 # evaluation). The p8 recipes put twice the weight on 4-pass batches and a lighter loss on
 # the intermediate read-outs: v1's passes 3 and 4 scored worse than pass 2, and these ask
-# whether training the full depth more makes every pass pay.
+# whether training the full depth more makes every pass pay. p16 (call 5) goes further: v2
+# (p8) scored passes 2–4 about level, so no 1-pass batches and 16× the weight on 4 passes.
 declare -A CFG=([l3w320]=train/configs/dory-tiny.json [l3w320p8]=train/configs/dory-tiny.json
                 [l3w384]=train/configs/dory-v2-l3w384.json
-                [l4w384]=train/configs/dory-v2-l4w384.json [l4w384p8]=train/configs/dory-v2-l4w384.json)
-declare -A PW=([l3w320]=1,1,2,4 [l3w320p8]=1,1,2,8 [l3w384]=1,1,2,4 [l4w384]=1,1,2,4 [l4w384p8]=1,1,2,8)
-declare -A RO=([l3w320]=0.2 [l3w320p8]=0.1 [l3w384]=0.2 [l4w384]=0.2 [l4w384p8]=0.1)
-declare -A EST=([l3w320]=60 [l3w320p8]=60 [l3w384]=72 [l4w384]=90 [l4w384p8]=90)
+                [l4w384]=train/configs/dory-v2-l4w384.json [l4w384p8]=train/configs/dory-v2-l4w384.json
+                [l4w384p16]=train/configs/dory-v2-l4w384.json)
+declare -A PW=([l3w320]=1,1,2,4 [l3w320p8]=1,1,2,8 [l3w384]=1,1,2,4 [l4w384]=1,1,2,4 [l4w384p8]=1,1,2,8
+          [l4w384p16]=0,1,2,16)
+declare -A RO=([l3w320]=0.2 [l3w320p8]=0.1 [l3w384]=0.2 [l4w384]=0.2 [l4w384p8]=0.1 [l4w384p16]=0.1)
+declare -A EST=([l3w320]=60 [l3w320p8]=60 [l3w384]=72 [l4w384]=90 [l4w384p8]=90 [l4w384p16]=90)
 
 COMMON=(--data "$DATA" --seq 1024 --batch 64 --lr 2e-3 --warmup 100 --dropout 0.1 --decode-frac 0.5
         --compile --log-every 50 --decode-eval-iters 4 --ckpt-every 100000 --shard-mb 15)
@@ -155,7 +158,7 @@ if [ ! -f "$RUN/$CHOSEN/model/config.json" ] && [ -f "$RUN/$CHOSEN/ckpt.pt" ]; t
 fi
 
 # v1 on the same held-out text (needs the tokenizers package for its own tokenizer).
-if [ "$(left)" -gt 45 ] && [ -f "$DATA/heldout.txt" ] && $PY -c 'import tokenizers' 2>/dev/null; then
+if [ "${SHIPPED:-1}" = 1 ] && [ "$(left)" -gt 45 ] && [ -f "$DATA/heldout.txt" ] && $PY -c 'import tokenizers' 2>/dev/null; then
     echo "== models/dory-tiny (v1) on the held-out text — $(left)s left"
     timeout $(( $(left) - 10 )) $PY train/evaluate.py --model models/dory-tiny --text "$DATA/heldout.txt" \
         --batch 64 --out "$RUN/v1_heldout.json" $( [ "$DRY" = 1 ] && echo --tokens 512 --iters 2 --device cpu )
