@@ -19,10 +19,11 @@
 #                              then what quick runs
 #   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
 #                              (for `run ab`: the two binaries in the same call)
-#   bench/wgpu_h200.sh run ab  the GPU tests, every kernel shape (f16), then the larger
+#   bench/wgpu_h200.sh run ab  the GPU tests (also with the tensor cores), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
-#                              (fusion off, the old one-row kernel, no tensor cores, the
-#                              GEMM's split) and one profiled run, then PyTorch
+#                              (fusion, the one-row kernel's shapes, submission batches, the
+#                              tensor cores and their tile) and profiles of decode and of
+#                              the prompt, every kernel shape (f16), then PyTorch
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -95,6 +96,11 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
+if ((ab)); then
+    echo "== GPU tests with the tensor-core GEMM (DORY_WGPU_COOP=1)"
+    CI=true DORY_WGPU_COOP=1 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+        | tee "$out/wgpu_tests_coop.log" | tail -15
+fi
 
 large=/tmp/wgpu-large
 echo "== dory bench --backend wgpu"
@@ -137,25 +143,31 @@ if ((ab)) && [ -f $large/config.json ]; then
         timeout 40 "$other" bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
             --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"${other##*/}\"/" | tee -a "$bench"
     done
-    ab_run "fuse off" DORY_WGPU_FUSE=0
-    ab_run "fuse off, old gemv" DORY_WGPU_FUSE=0 DORY_WGPU_GEMV1=off
-    ab_run "gemv1 4,4" DORY_WGPU_GEMV1=4,4
-    ab_run "no tensor cores" DORY_WGPU_COOP=0
-    ab_run "coop 4,4,1" DORY_WGPU_COOP_TILE=4,4,1
-    ab_run "coop 2,4,2" DORY_WGPU_COOP_TILE=2,4,2
-    if room 60 "the profile"; then
-        DORY_WGPU_PROFILE=1 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
-            --gen 16 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large.txt"
+    ab_run "fuse none" DORY_WGPU_FUSE=0
+    ab_run "gemv1 2,2" DORY_WGPU_GEMV1=2,2
+    ab_run "gemv1 2,2 + residual" DORY_WGPU_GEMV1=2,2 DORY_WGPU_FUSE=prep,residual
+    ab_run "gemv1 2,2,512" DORY_WGPU_GEMV1=2,2,512
+    ab_run "gemv1 2,2,512 + residual" DORY_WGPU_GEMV1=2,2,512 DORY_WGPU_FUSE=prep,residual
+    ab_run "batch 16" DORY_WGPU_BATCH=16
+    ab_run "batch 256" DORY_WGPU_BATCH=256
+    ab_run "tensor cores" DORY_WGPU_COOP=1
+    ab_run "tensor cores 4,4,1" DORY_WGPU_COOP=1 DORY_WGPU_COOP_TILE=4,4,1
+    if room 60 "the profiles"; then
+        # Decode alone (a one-token prompt), then a prompt of 512.
+        DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 1 \
+            --gen 32 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_decode.txt"
+        DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
+            --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt.txt"
     fi
-    floors $large f16 120
+    DORY_WGPU_COOP=1 floors $large f16 120
 fi
 if [ -f $large/config.json ]; then
     ((ab)) || run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
-    # The prompt on the plain GEMM, for the tensor cores' gain.
-    if room 60 "the larger model without tensor cores"; then
-        DORY_WGPU_COOP=0 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 0 \
-            --exit none --json | sed 's/"attention":"exact"/"attention":"exact, no tensor cores"/' | tee -a "$bench"
+    # The prompt on the tensor cores (opt-in until verified on hardware), for their gain.
+    if room 60 "the larger model on tensor cores"; then
+        DORY_WGPU_COOP=1 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 0 \
+            --exit none --json | sed 's/"attention":"exact"/"attention":"exact, tensor cores"/' | tee -a "$bench"
     fi
 fi
 if room 150 "the PyTorch reference"; then

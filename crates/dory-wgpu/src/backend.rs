@@ -271,7 +271,7 @@ impl Backend for Wgpu {
         let slots = Slots::of(&layer.keys);
         // A single row is prepared by attend itself (unless fusing is off).
         let prep = Prep { rope_at, sample };
-        let fused = at.rows == 1 && model.dev.kernels.options.fuse;
+        let fused = at.rows == 1 && model.dev.kernels.options.fuse_prep;
         if !fused {
             let bufs = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
             prep::record(&mut self.rec, c, bufs, slots, at, prep);

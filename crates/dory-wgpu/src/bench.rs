@@ -19,14 +19,15 @@ use crate::ops::matmul::{self, Input};
 use crate::ops::MAX_GROUPS;
 use crate::record::{Bind, Recorder, Store};
 
-/// The kernel shapes benchmarks compare, each a variation of `base`: the few-row kernel
-/// for one row too (x held in too little workgroup memory for any matrix), the single-row
-/// projection's rows per run × pieces in flight, and the plain GEMM against the
-/// tensor-core one's tiles and split.
+/// The kernel shapes benchmarks compare, each a variation of `base`: the single-row
+/// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
+/// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
+/// occupancy), and the plain GEMM against the tensor-core one's tiles and split.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
-    let mut all = vec![base, Options { gemv1: Gemv1 { xs: 4, ..base.gemv1 }, ..base }];
-    for (rw, unroll) in [(1, 4), (2, 2), (2, 4), (4, 2), (4, 4)] {
-        all.push(Options { gemv1: Gemv1 { rw, unroll, ..base.gemv1 }, ..base });
+    let most = Options::xs_most(workgroup_bytes);
+    let mut all = vec![base];
+    for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
+        all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
     }
     if base.coop {
         all.push(Options { coop: false, ..base });

@@ -134,35 +134,39 @@ pub struct Options {
     /// split into two f16 parts.
     pub coop_tile: (u32, u32),
     pub coop_split: u32,
-    /// A decoded row's residual fused into the next projection, and its prep into attend.
-    pub fuse: bool,
+    /// A decoded row's prep done by attend.
+    pub fuse_prep: bool,
+    /// A decoded row's residual done by the next projection (gemv1's prologue).
+    pub fuse_residual: bool,
 }
 
 impl Options {
     /// The defaults for a device with these reductions and, when `coop`, tensor cores;
     /// `workgroup_bytes` is its limit on workgroup memory.
     /// Environment variables override the shapes, for measuring them without a rebuild:
-    /// DORY_WGPU_GEMV1=RW,UNROLL (or `off`: the few-row kernel for one row too),
-    /// DORY_WGPU_COOP_TILE=WM,WN,SPLIT, DORY_WGPU_FUSE=0.
+    /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
+    /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
+    /// memory costs it occupancy and its prologue is repeated by every workgroup),
+    /// DORY_WGPU_COOP_TILE=WM,WN,SPLIT, DORY_WGPU_FUSE=prep,residual (or 0: none; by
+    /// default prep only, since the residual fuses only with gemv1).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
-        // x in workgroup memory: up to 8192 floats, less where the device allows less
-        // (the reductions take 1 KiB).
-        let xs = 2048.min(workgroup_bytes.saturating_sub(1024) / 16);
+        let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
             reduce,
             coop,
-            gemv1: Gemv1 { rw: 2, unroll: 2, xs },
+            gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
             coop_tile: (4, 4),
             coop_split: 2,
-            fuse: true,
+            fuse_prep: true,
+            fuse_residual: false,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         };
-        if std::env::var("DORY_WGPU_GEMV1").is_ok_and(|v| v == "off") {
-            o.gemv1.xs = 4;
-        } else if let Some(&[rw, unroll]) = numbers("DORY_WGPU_GEMV1").as_deref() {
-            o.gemv1 = Gemv1 { rw, unroll, xs };
+        match numbers("DORY_WGPU_GEMV1").as_deref() {
+            Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
+            Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
+            _ => {}
         }
         if let Some(&[wm, wn, split]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
             (o.coop_tile, o.coop_split) = ((wm, wn), split);
@@ -176,8 +180,19 @@ impl Options {
             }
         }
         o.coop &= fits(&o);
-        o.fuse = std::env::var("DORY_WGPU_FUSE").map_or(true, |v| v != "0");
+        if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
+            o.fuse_prep = v.contains("prep");
+            o.fuse_residual = v.contains("residual");
+        }
         o
+    }
+}
+
+impl Options {
+    /// The vec4s of x gemv1 can hold: up to 8192 floats, less where the device allows less
+    /// (the reductions take 1 KiB).
+    pub fn xs_most(workgroup_bytes: u32) -> u32 {
+        2048.min(workgroup_bytes.saturating_sub(1024) / 16)
     }
 }
 

@@ -189,21 +189,44 @@ struct Run {
 }
 
 // The four queries' dot products with the key in `slot` (OWN: the row's own), over the
-// dims lane, lane + LANES, … of it.
+// dims lane, lane + LANES, … of it: four pieces of the key loaded before any is used, so
+// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop).
 fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
     let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
     var dots = vec4<f32>(0.0);
-    for (var e = lane; e < d4; e = e + LANES) {
-        var k: vec4<f32>;
-        if (slot == OWN) {
-            k = own_k[e];
-        } else {
-            k = kc[kb + e];
-        }
-        dots += vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
+    var e = lane;
+    for (; e + 3u * LANES < d4; e = e + 4u * LANES) {
+        let k0 = key4(slot, kb, e);
+        let k1 = key4(slot, kb, e + LANES);
+        let k2 = key4(slot, kb, e + 2u * LANES);
+        let k3 = key4(slot, kb, e + 3u * LANES);
+        dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
+    }
+    for (; e < d4; e = e + LANES) {
+        dots += q_dots(key4(slot, kb, e), e);
     }
     return dots;
+}
+
+fn key4(slot: u32, kb: u32, e: u32) -> vec4<f32> {
+    if (slot == OWN) {
+        return own_k[e];
+    }
+    return kc[kb + e];
+}
+
+// Dims 4e … 4e + 3 of k against the same dims of the four queries.
+fn q_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
+    let d4 = p.d / 4u;
+    return vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
+}
+
+fn value(slot: u32, c: u32, dim: u32) -> f32 {
+    if (slot == OWN) {
+        return own_v[dim];
+    }
+    return vc[slot * p.kv_heads * p.d + c * p.d + dim];
 }
 
 // Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
@@ -246,16 +269,18 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     let group = lid / d;
     let dim = lid % d;
     if (group < groups) {
+        // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
-        for (var jj = group; jj < count; jj = jj + groups) {
-            let sl = s_sh[jj];
-            var v: f32;
-            if (sl == OWN) {
-                v = own_v[dim];
-            } else {
-                v = vc[sl * p.kv_heads * d + c * d + dim];
-            }
-            acc += w_sh[jj] * v;
+        var jj = group;
+        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        }
+        for (; jj < count; jj = jj + groups) {
+            acc += w_sh[jj] * value(s_sh[jj], c, dim);
         }
     }
     workgroupBarrier();

@@ -65,7 +65,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS,
-        Input::Residual { .. } => rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse,
+        Input::Residual { .. } => rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse_residual,
     }
 }
 

@@ -6,12 +6,13 @@ use std::sync::{Arc, OnceLock};
 
 use dory::weights::DType;
 use dory::{Backend, Config, Model};
+use dory_wgpu::kernels::{Gemv1, Options};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
 
 /// The adapter with subgroup reductions (where it has them) and with workgroup-memory
-/// ones. No adapter: a failure under CI=true, else an empty list and a note.
+/// ones, the second with the kernel shapes the defaults do not take. No adapter: a failure under CI=true, else an empty list and a note.
 pub fn devices() -> &'static [Arc<GpuDevice>] {
     DEVICES.get_or_init(|| {
         let first = match GpuDevice::open(Pick::Any) {
@@ -27,9 +28,14 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         eprintln!("GPU tests on {}", first.describe());
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
-            all.push(
-                GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions"),
-            );
+            // The kernels the defaults leave out: the single-row projection, with the
+            // residual fused into it.
+            let shared =
+                GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
+            let o = shared.kernels.options;
+            let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
+            let options = Options { gemv1, fuse_residual: true, ..o };
+            all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
         }
