@@ -66,6 +66,8 @@ fi
 quick=$([ -n "${2:-}" ] && echo 1 || echo 0)
 all_shapes=$([ "${2:-}" = kernels ] || [ "${2:-}" = ab ] && echo 1 || echo 0)
 ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
+# `run ab` with SWITCHES=0: the binaries against each other, then every depth as `run` does.
+((ab)) && [ "${SWITCHES:-1}" = 0 ] && quick=0
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
@@ -136,22 +138,28 @@ if ((ab)) && [ -f $large/config.json ]; then
         env "$@" timeout 40 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
             --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$tag\"/" | tee -a "$bench"
     }
-    ab_run "defaults" X=1
-    for other in $carry/dory-*; do
-        [ "$other" = $carry/dory-wgpu-kernels ] && continue
-        room 40 "$other" || break
-        timeout 40 "$other" bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 32 \
-            --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"${other##*/}\"/" | tee -a "$bench"
+    # This binary and the others carried (dory-*) at each depth of AB_DEPTHS (default 0).
+    for depth in ${AB_DEPTHS:-0}; do
+        for other in $dory $carry/dory-*; do
+            [ "$other" = $carry/dory-wgpu-kernels ] && continue
+            room 40 "$other at depth $depth" || break
+            tag=$([ "$other" = $dory ] && echo defaults || echo "${other##*/}")
+            timeout 40 "$other" bench --backend wgpu --model $large --depth $depth --reps 1 --prompt 512 --gen 32 \
+                --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$tag\"/" | tee -a "$bench"
+        done
     done
-    ab_run "fuse none" DORY_WGPU_FUSE=0
-    ab_run "gemv1 2,2" DORY_WGPU_GEMV1=2,2
-    ab_run "gemv1 2,2 + residual" DORY_WGPU_GEMV1=2,2 DORY_WGPU_FUSE=prep,residual
-    ab_run "gemv1 2,2,512" DORY_WGPU_GEMV1=2,2,512
-    ab_run "gemv1 2,2,512 + residual" DORY_WGPU_GEMV1=2,2,512 DORY_WGPU_FUSE=prep,residual
-    ab_run "batch 16" DORY_WGPU_BATCH=16
-    ab_run "batch 256" DORY_WGPU_BATCH=256
-    ab_run "tensor cores" DORY_WGPU_COOP=1
-    ab_run "tensor cores 4,4,1" DORY_WGPU_COOP=1 DORY_WGPU_COOP_TILE=4,4,1
+    # SWITCHES=0: the other binaries and the profiles only.
+    if [ "${SWITCHES:-1}" = 1 ]; then
+        ab_run "fuse none" DORY_WGPU_FUSE=0
+        ab_run "gemv1 2,2" DORY_WGPU_GEMV1=2,2
+        ab_run "gemv1 2,2 + residual" DORY_WGPU_GEMV1=2,2 DORY_WGPU_FUSE=prep,residual
+        ab_run "gemv1 2,2,512" DORY_WGPU_GEMV1=2,2,512
+        ab_run "gemv1 2,2,512 + residual" DORY_WGPU_GEMV1=2,2,512 DORY_WGPU_FUSE=prep,residual
+        ab_run "batch 16" DORY_WGPU_BATCH=16
+        ab_run "batch 256" DORY_WGPU_BATCH=256
+        ab_run "tensor cores" DORY_WGPU_COOP=1
+        ab_run "tensor cores 4,4,1" DORY_WGPU_COOP=1 DORY_WGPU_COOP_TILE=4,4,1
+    fi
     if room 60 "the profiles"; then
         # Decode alone (a one-token prompt), then a prompt of 512.
         DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 1 \
@@ -159,7 +167,7 @@ if ((ab)) && [ -f $large/config.json ]; then
         DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
             --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt.txt"
     fi
-    DORY_WGPU_COOP=1 floors $large f16 120
+    [ "${SWITCHES:-1}" = 1 ] && DORY_WGPU_COOP=1 floors $large f16 120
 fi
 if [ -f $large/config.json ]; then
     ((ab)) || run $large exact 0 2 64 90
