@@ -1,6 +1,7 @@
-//! Projections, out ← x · Wᵀ, by the number of rows: one row through `gemv1.wgsl` (x
-//! formed in workgroup memory, where the residual or SwiGLU before the projection can be
-//! fused), up to `GEMV_ROWS` through `gemv.wgsl` (W read once per four rows), more through
+//! Projections, out ← x · Wᵀ, by the number of rows: up to `GEMV_ROWS` through `gemv.wgsl`
+//! (W read once per four rows; SwiGLU formed on the way in), or one row through
+//! `gemv1.wgsl` when the options hold x in workgroup memory (where the residual before the
+//! projection can be fused; slower on the H200, so not by default), more through
 //! `gemm_coop.wgsl` on tensor cores where the device and the weights allow, else
 //! `gemm.wgsl`. Optionally times a per-column scale (the head). One dispatch per part of W.
 
