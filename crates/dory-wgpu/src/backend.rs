@@ -387,6 +387,20 @@ impl Backend for Wgpu {
         swiglu::record(&mut self.rec, &model.layers[layer], &m.store, &gu.store, model.config.ffn, rows);
     }
 
+    fn mlp(&mut self, layer: usize, h: &mut GpuBuf, o: &mut GpuBuf, gu: &mut GpuBuf, m: &mut GpuBuf, rows: usize) {
+        let model = self.model.clone();
+        let l = &model.layers[layer];
+        // The residual fused into gate|up (gemv1) takes precedence when asked for.
+        if !matmul::glu_fuses(&l.gate_up, rows) || matmul::residual_fuses(&self.rec, &l.gate_up, rows) {
+            self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
+            return self.swiglu_down(layer, o, gu, m, rows);
+        }
+        self.residual(layer, Part::Attn, h, o, rows);
+        self.rec.begin_op();
+        matmul::glu(&mut self.rec, &l.gate_up, &h.store, &m.store, &l.mlp_scales);
+        self.project(o, Mat::Down(layer), m, rows);
+    }
+
     fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {
         let model = self.model.clone();
         let l = &model.layers[layer];

@@ -217,6 +217,8 @@ pub struct Kernels {
     pub gemv_scaled: [[KernelId; 2]; 3],
     /// The down projection with SwiGLU formed on the way in.
     pub gemv_swiglu: [[KernelId; 2]; 3],
+    /// gate|up with SwiGLU formed on the way out (one row).
+    pub gemv_glu: [KernelId; 3],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; 3],
     pub gemv1_scaled: [KernelId; 3],
@@ -287,6 +289,7 @@ impl Kernels {
                     b.add_as("gemv", "gemv", "gemv_swiglu", &[("DTYPE", dt), ("XROWS", xrows), ("SWIGLU", 1.0)]);
             }
         }
+        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
@@ -317,6 +320,7 @@ impl Kernels {
             gemv,
             gemv_scaled,
             gemv_swiglu,
+            gemv_glu,
             gemv1,
             gemv1_scaled,
             gemm,

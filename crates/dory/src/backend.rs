@@ -135,6 +135,23 @@ pub trait Backend {
         swiglu_then_down(self, layer, out, gu, m, rows);
     }
 
+    /// The MLP of `layer` after its attention: the residual that closes the attention part
+    /// (h from the attention output o), gu ← h · gate_upᵀ, then o ← down · SwiGLU(gu) ([rows,
+    /// D]). `gu` and `m` are scratch; a backend may form SwiGLU where gate and up meet (the
+    /// wgpu one does for a decoded row).
+    fn mlp(
+        &mut self,
+        layer: usize,
+        h: &mut Self::Buf,
+        o: &mut Self::Buf,
+        gu: &mut Self::Buf,
+        m: &mut Self::Buf,
+        rows: usize,
+    ) {
+        self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
+        self.swiglu_down(layer, o, gu, m, rows);
+    }
+
     /// The nGPT residual: h ← N(N(h) + alpha ⊙ (N(o) − N(h))).
     fn residual(&mut self, layer: usize, part: Part, h: &mut Self::Buf, o: &Self::Buf, rows: usize);
 

@@ -413,8 +413,7 @@ impl<B: Backend> Forward<B> {
             }
             b.attend(layer, &mut sc.z, &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
             b.project(&mut sc.o, Mat::Out(i), &sc.z, rows);
-            b.residual_project((i, Part::Attn), &mut sc.h, &sc.o, Mat::GateUp(i), &mut sc.gu, rows);
-            b.swiglu_down(i, &mut sc.o, &sc.gu, &mut sc.m, rows);
+            b.mlp(i, &mut sc.h, &mut sc.o, &mut sc.gu, &mut sc.m, rows);
             pending = Some((i, Part::Mlp));
         }
         let (i, part) = pending.expect("a block has a layer");

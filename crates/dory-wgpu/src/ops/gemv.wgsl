@@ -44,8 +44,9 @@ struct Row {
     sums: vec4<f32>,
 }
 
-fn gemv_row(lid: u32, wid: vec3<u32>) -> Row {
-    let j = wid.x * 8u + lid / LANES;
+// Row j of W (this run of 32 invocations') against the rows of x; every invocation of the
+// workgroup must call it (it reduces).
+fn gemv_row(lid: u32, j: u32) -> Row {
     let lane = lid % LANES;
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
@@ -77,7 +78,7 @@ fn gemv_row(lid: u32, wid: vec3<u32>) -> Row {
 
 @compute @workgroup_size(256)
 fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let row = gemv_row(lid, wid);
+    let row = gemv_row(lid, wid.x * 8u + lid / LANES);
     if (row.j < p.rows_w && lid % LANES == 0u) {
         for (var r = 0u; r < p.rows; r = r + 1u) {
             out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r];
@@ -87,12 +88,36 @@ fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let row = gemv_row(lid, wid);
+    let row = gemv_row(lid, wid.x * 8u + lid / LANES);
     if (row.j < p.rows_w && lid % LANES == 0u) {
         let i = p.row0 + row.j;
         let s = scale_at(i);
         for (var r = 0u; r < p.rows; r = r + 1u) {
             out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r] * s;
         }
+    }
+}
+
+var<workgroup> glu_sh: array<f32, 8>;
+
+// SwiGLU on the way out of gate|up, for one row: W = [gate; up] (rows_w = 2F, one part),
+// scale = [gate_scale | up_scale]. The workgroup's runs 0–3 take gate rows 4w … 4w + 3 and
+// runs 4–7 the same rows of up, so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed
+// where the two sums meet, and the down projection reads x as it is.
+@compute @workgroup_size(256)
+fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let f = p.rows_w / 2u;
+    let t = lid / LANES;
+    let i = min(wid.x * 4u + t % 4u, f - 1u);
+    let row = gemv_row(lid, select(i, f + i, t >= 4u));
+    if (lid % LANES == 0u) {
+        glu_sh[t] = row.sums[0];
+    }
+    workgroupBarrier();
+    let at = wid.x * 4u + lid;
+    if (lid < 4u && at < f) {
+        let g = glu_sh[lid] * scale_at(at);
+        let u = glu_sh[lid + 4u] * scale_at(f + at);
+        out[p.yr0 * p.n + at] = g * (1.0 / (1.0 + exp(-g))) * u;
     }
 }

@@ -66,8 +66,13 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS,
-        Input::Residual { .. } => rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse_residual,
+        Input::Residual { .. } => residual_fuses(rec, w, rows),
     }
+}
+
+/// Whether the residual before a projection of `rows` rows of `w` is done by it.
+pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse_residual
 }
 
 /// Whether one row of x fits gemv1's workgroup memory.
@@ -200,4 +205,36 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
         };
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, per_group), 1, 1]);
     }
+}
+
+/// Whether `glu` takes `rows` rows of `gate_up`: one row of a matrix in one part (the
+/// workgroups pair gate rows with up rows by index).
+pub fn glu_fuses(gate_up: &Matrix, rows: usize) -> bool {
+    rows == 1 && gate_up.parts.len() == 1
+}
+
+/// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[xr0] · gate_upᵀ, formed where
+/// each g meets its u (`glu_fuses` must allow).
+pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>, scales: &Arc<Store>) {
+    debug_assert!(glu_fuses(gate_up, 1));
+    let kernel = rec.dev().kernels.gemv_glu[dtype_index(gate_up.dtype)];
+    let part = &gate_up.parts[0];
+    let f = gate_up.n / 2;
+    let binds = [
+        (0, Bind::Buf(part.store.clone())),
+        (1, Bind::Buf(x.clone())),
+        (2, Bind::Buf(m.clone())),
+        (3, Bind::Buf(scales.clone())),
+    ];
+    let p = Params {
+        k: gate_up.k as u32,
+        g8: gate_up.g8 as u32,
+        n: f as u32,
+        row0: 0,
+        rows_w: part.rows as u32,
+        xr0: 0,
+        yr0: 0,
+        rows: 1,
+    };
+    rec.dispatch(kernel, &binds, &p, [groups_for(f, 4), 1, 1]);
 }
