@@ -14,7 +14,7 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Loads `path` and checks that every id it can produce is below `vocab_size`.
     pub fn load(path: &Path, vocab_size: usize) -> Result<Tokenizer> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = crate::limits::read_capped(path, crate::limits::MAX_TOKENIZER_BYTES)?;
         let inner = tokenizers::Tokenizer::from_bytes(&bytes)
             .map_err(|e| Error::Tokenizer { path: path.into(), msg: format!("not a valid tokenizer: {e}") })?;
         let largest = inner.get_vocab(true).into_values().max().map_or(0, |id| id as usize + 1);
