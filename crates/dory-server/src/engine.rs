@@ -184,9 +184,11 @@ impl<B: Backend> Worker<B> {
                     Event::Failed(format!("the engine panicked while generating: {what}"))
                 }
             };
-            let _ = job.events.send(event);
+            // The worker is ready again before the client hears the end, so that /health
+            // read after an answer counts it as done.
             self.fresh_session(panicked);
             self.stats.busy.fetch_sub(1, Ordering::SeqCst);
+            let _ = job.events.send(event);
         }
     }
 
