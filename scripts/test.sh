@@ -47,6 +47,15 @@ export DORY_BIN=$root/target/release/dory
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "fuzz: every target for a short bounded time"
+# libFuzzer needs the nightly toolchain and cargo-fuzz; without them the stable run of
+# every target over its corpus (cargo test -p dory-fuzz, above) stands in.
+if command -v cargo-fuzz >/dev/null && cargo +nightly --version >/dev/null 2>&1; then
+    scripts/fuzz.sh "${DORY_FUZZ_SECONDS:-15}"
+else
+    echo "no cargo-fuzz or nightly toolchain: libFuzzer runs skipped (docs/RELIABILITY.md)"
+fi
+
 step "python: tests"
 # Exit code 5 is "no tests collected", which is not a failure of the code.
 suites=(train)

@@ -7,6 +7,9 @@ use serde_json::json;
 
 use crate::common::{mib, parse_exit, ModelArgs};
 
+/// Measured repetitions, at most.
+const MAX_REPS: usize = 10_000;
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -32,7 +35,11 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    anyhow::ensure!(a.prompt >= 1 && a.reps >= 1, "--prompt and --reps must be ≥ 1");
+    use dory::limits::{at_most, option, MAX_POSITIONS};
+    option("--prompt", a.prompt, MAX_POSITIONS)?;
+    option("--reps", a.reps, MAX_REPS)?;
+    at_most("--gen", a.gen, MAX_POSITIONS)?;
+    at_most("--depth", a.depth, MAX_POSITIONS)?;
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
     let (model, device) = a.model.open()?;
     let mut session = a.model.session(&device, &model)?;

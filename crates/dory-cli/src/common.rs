@@ -53,25 +53,35 @@ impl ModelArgs {
         )
     }
 
-    pub fn load(&self) -> Result<Model> {
+    /// The model, its weights read into memory (`in_memory`) or mapped.
+    pub fn load_with(&self, in_memory: bool) -> Result<Model> {
         let dir = self.dir()?;
-        Model::load(&dir).with_context(|| format!("cannot load the model in {}", dir.display()))
+        Model::load_with(&dir, in_memory).with_context(|| format!("cannot load the model in {}", dir.display()))
     }
 
     /// Loads the model and opens the backend `--backend` picks for it.
     pub fn open(&self) -> Result<(Model, Device)> {
-        let model = self.load()?;
+        self.open_with(false)
+    }
+
+    /// `open`, the weights read into memory (`in_memory`) or mapped.
+    pub fn open_with(&self, in_memory: bool) -> Result<(Model, Device)> {
+        let model = self.load_with(in_memory)?;
         let device = Device::open(self.backend, &model).context("cannot open the backend")?;
         Ok((model, device))
     }
 
     /// A session on `device` with `--chunk`, `--attention` and `--o1`.
     pub fn session(&self, device: &Device, model: &Model) -> Result<AnySession> {
-        anyhow::ensure!(self.chunk >= 1, "--chunk must be ≥ 1");
         let attention = self.attention(&model.config)?;
-        let mut session = device.session(model, self.chunk)?;
+        let mut session = device.session(model, self.chunk()?)?;
         session.set_attention(attention)?;
         Ok(session)
+    }
+
+    /// `--chunk`, within its bound.
+    pub fn chunk(&self) -> Result<usize> {
+        Ok(dory::limits::option("--chunk", self.chunk, dory::limits::MAX_CHUNK)?)
     }
 
     /// The attention mode that `--attention` and `--o1` ask for.

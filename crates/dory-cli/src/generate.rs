@@ -77,6 +77,7 @@ impl SamplingArgs {
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    dory::limits::at_most("--max-tokens", a.max_tokens, dory::limits::MAX_POSITIONS)?;
     let sampling = a.sampling.sampling();
     sampling.validate()?;
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
@@ -85,6 +86,12 @@ pub fn run(a: &Args) -> Result<()> {
     let mut session = a.model.session(&device, &model)?;
     if let Some(exit) = exit {
         session.set_exit(exit);
+    }
+    if a.logits.is_some() {
+        // Every step's logits are held until the end: refuse what cannot fit first.
+        let (n, v) = (a.max_tokens, model.config.vocab_size);
+        let bytes = dory::limits::f32_bytes(n.checked_mul(v + 1));
+        dory::limits::fits(&format!("--logits with --max-tokens {n} ({n} steps × {v} logits)"), bytes)?;
     }
     let ids = model.tokenizer.encode(&prompt)?;
     let req = Request { max_tokens: a.max_tokens, sampling, stop: a.stop.clone(), bos: !a.no_bos };

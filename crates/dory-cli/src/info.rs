@@ -1,6 +1,6 @@
 //! `dory info`: what a model is and what it costs.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use dory::Attention;
 
 use crate::common::{mib, ModelArgs};
@@ -15,6 +15,7 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    dory::limits::option("--context", a.context, dory::limits::MAX_POSITIONS)?;
     let (model, device) = a.model.open()?;
     let session = a.model.session(&device, &model)?;
     let c = &model.config;
@@ -47,7 +48,9 @@ pub fn run(a: &Args) -> Result<()> {
         Attention::Exact => c.o1.clone().unwrap_or_default(),
     };
     for attention in [Attention::Exact, Attention::O1(o1)] {
-        let bytes = attention.cache_bytes(c, a.context) as u64;
+        let bytes = attention.cache_bytes(c, a.context).with_context(|| {
+            format!("--context {}: the {} caches' size does not fit in a machine word", a.context, attention.name())
+        })? as u64;
         let note = match &attention {
             Attention::O1(o) if a.context > o.seal_at => format!(" (sealed at {}: constant from there)", o.seal_at),
             Attention::O1(o) => format!(" (grows until the seal at {})", o.seal_at),

@@ -22,6 +22,10 @@ pub struct Args {
     /// Write hub-style shards with an index instead of one model.safetensors.
     #[arg(long, default_value_t = 1)]
     pub shards: usize,
+    /// Write into a folder that is not empty: its model files (config, tokenizer,
+    /// weights, shards, index) are removed first, other files kept.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -35,6 +39,9 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("--shards must be ≥ 1");
     }
     let config = Config::load(&a.config)?;
+    // Checked before the folder is touched: --force removes files.
+    dory::init::check(&config, dtype)?;
+    dory::files::model_folder(&a.out, a.force)?;
     dory::init::write_random_model(&a.out, &config, a.seed, dtype, a.shards)
         .with_context(|| format!("cannot write the model to {}", a.out.display()))?;
     println!("wrote a random model ({} parameters, seed {}) to {}", config.parameters(), a.seed, a.out.display());

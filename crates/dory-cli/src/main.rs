@@ -48,7 +48,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let run = || -> anyhow::Result<()> {
         if let Some(n) = cli.threads {
-            anyhow::ensure!(n >= 1, "--threads must be ≥ 1");
+            dory::limits::option("--threads", n, dory::limits::MAX_THREADS)?;
             rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
         }
         match &cli.command {

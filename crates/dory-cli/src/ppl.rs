@@ -35,6 +35,11 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    for (name, value) in [("--context", a.context), ("--tokens", a.tokens)] {
+        if let Some(n) = value {
+            dory::limits::option(name, n, dory::limits::MAX_POSITIONS)?;
+        }
+    }
     let exit = a.exit.as_deref().map(parse_exit).transpose()?;
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
     let (model, device) = a.model.open()?;

@@ -18,12 +18,20 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let (model, device) = a.model.open()?;
-    anyhow::ensure!(a.model.chunk >= 1, "--chunk must be ≥ 1");
+    let chunk = a.model.chunk()?;
+    a.server.check()?;
+    // Read, not mapped: a server outlives edits to the folder, and rebuilds a worker's
+    // session from these bytes after a fault.
+    let (model, device) = a.model.open_with(true)?;
     let attention = a.model.attention(&model.config)?;
-    let chunk = a.model.chunk;
     match device {
-        Device::Cpu => serve(model, &a.server, attention, move |m| dory::cpu::session(m, chunk)),
+        Device::Cpu => {
+            // Each CPU session widens its own copy of the weights.
+            let n = a.server.parallel;
+            let bytes = (device.weight_bytes(&model) as u64).checked_mul(n as u64);
+            dory::limits::fits(&format!("--parallel {n} (a copy of the weights per worker)"), bytes)?;
+            serve(model, &a.server, attention, move |m| dory::cpu::session(m, chunk))
+        }
         Device::Wgpu(gpu) => serve(model, &a.server, attention, move |_| dory_wgpu::session(&gpu, chunk)),
     }
 }

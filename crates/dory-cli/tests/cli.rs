@@ -23,13 +23,15 @@ fn fails(args: &[&str], want: &str) {
 }
 
 fn model(dir: &Path) -> String {
+    model_of(dir, 16)
+}
+
+/// A random model whose heads are `head_dim` wide.
+fn model_of(dir: &Path, head_dim: usize) -> String {
     let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        r#"{"architecture":"dory","vocab_size":400,"hidden":32,"heads":4,"kv_heads":1,"head_dim":16,
-            "ffn":64,"layers":["sliding","full"],"passes":3,"window":8,"max_context":64}"#,
-    )
-    .unwrap();
+    let json = serde_json::json!({"architecture":"dory","vocab_size":400,"hidden":32,"heads":4,"kv_heads":1,
+        "head_dim":head_dim,"ffn":64,"layers":["sliding","full"],"passes":3,"window":8,"max_context":64});
+    std::fs::write(&config, json.to_string()).unwrap();
     let out = dir.join("model");
     ok(&["init", "--config", config.to_str().unwrap(), "--seed", "5", "--out", out.to_str().unwrap()]);
     out.to_str().unwrap().to_string()
@@ -153,6 +155,30 @@ fn info_ppl_and_bench() {
 }
 
 #[test]
+fn options_past_their_bounds_are_refused_with_what_they_would_need() {
+    let dir = tempfile::tempdir().unwrap();
+    // Heads 64 wide: a full layer keeps 512 bytes a position, 2 TB at 4·10⁹.
+    let m = model_of(dir.path(), 64);
+    let (past, big) = ("4294967297", "4000000000");
+    fails(&["--threads", "100000", "info", "--model", &m], "--threads must be in 1…1024, got 100000");
+    fails(&["--threads", "0", "info", "--model", &m], "--threads must be in 1…1024, got 0");
+    fails(&["info", "--model", &m, "--context", past], "--context must be in 1…4294967296");
+    fails(&["info", "--model", &m, "--chunk", "65537"], "--chunk must be in 1…65536, got 65537");
+    fails(&["bench", "--model", &m, "--depth", past], "--depth must be ≤ 4294967296");
+    fails(&["bench", "--model", &m, "--depth", "4294967296", "--prompt", "1"], "more than 4294967296 positions");
+    fails(&["bench", "--model", &m, "--depth", big, "--prompt", "4", "--gen", "0"], "would need");
+    fails(&["generate", "--model", &m, "-n", past, "hi"], "--max-tokens must be ≤ 4294967296");
+    let npy = dir.path().join("x.npy");
+    let logits = ["generate", "--model", &m, "-n", big, "--logits", npy.to_str().unwrap(), "hi"];
+    fails(&logits, "--logits with --max-tokens 4000000000 (4000000000 steps × 400 logits): would need");
+    fails(&["ppl", "x.txt", "--model", &m, "--context", "0"], "--context must be in 1…");
+    fails(&["serve", "--model", &m, "--parallel", "100000"], "--parallel must be in 1…256, got 100000");
+    fails(&["serve", "--model", &m, "--queue", "0"], "--queue must be in 1…65536");
+    fails(&["serve", "--model", &m, "--body-timeout", "1e300"], "--body-timeout must be in (0, 86400]");
+    fails(&["serve", "--model", &m, "--max-context", past], "--max-context must be in 2…4294967296");
+}
+
+#[test]
 fn bad_input_is_one_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let m = model(dir.path());
@@ -217,4 +243,82 @@ fn the_backend_flag_picks_where_the_model_runs() {
             break;
         }
     }
+}
+
+/// Runs `dory ARGS` under `umask 022`, as a login shell would.
+#[cfg(unix)]
+fn dory_umask(args: &[&str]) -> Output {
+    let script =
+        format!("umask 022; exec \"$0\" {}", args.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" "));
+    Command::new("sh").arg("-c").arg(script).arg(env!("CARGO_BIN_EXE_dory")).output().expect("spawn sh")
+}
+
+#[cfg(unix)]
+#[test]
+fn init_loses_nothing_and_leaves_nothing_that_shadows_the_new_weights() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let config = format!("{m}/config.json");
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let generate = |seed: &str| ok(&["generate", "--model", o, "-n", "6", "--temperature", "0", "--no-echo", seed]);
+    // A non-empty folder is refused, and left as it was.
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    fails(&["init", "--config", &config, "--out", o], "the folder is not empty (it holds notes.txt)");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    // --force: shards over a single file leave no single file to shadow them; other
+    // files stay; every file is 0644 under umask 022, none a partial leftover.
+    let single = dory_umask(&["init", "--config", &config, "--out", o, "--force", "--seed", "1"]);
+    assert!(single.status.success(), "{}", String::from_utf8_lossy(&single.stderr));
+    let one_file = generate("hi");
+    let sharded = dory_umask(&["init", "--config", &config, "--out", o, "--force", "--seed", "2", "--shards", "2"]);
+    assert!(sharded.status.success(), "{}", String::from_utf8_lossy(&sharded.stderr));
+    assert!(!out.join("model.safetensors").exists(), "the old single file would shadow the shards");
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let e = entry.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "a partial file was left: {name}");
+        assert_eq!(e.metadata().unwrap().permissions().mode() & 0o777, 0o644, "{name}");
+    }
+    let fresh = dir.path().join("fresh");
+    ok(&["init", "--config", &config, "--out", fresh.to_str().unwrap(), "--seed", "2"]);
+    let want =
+        ok(&["generate", "--model", fresh.to_str().unwrap(), "-n", "6", "--temperature", "0", "--no-echo", "hi"]);
+    assert_eq!(generate("hi"), want, "the folder runs the new weights");
+    assert_ne!(one_file, want);
+    // And back: a single file over shards removes the shards and their index.
+    ok(&["init", "--config", &config, "--out", o, "--force", "--seed", "1"]);
+    assert!(
+        !out.join("model.safetensors.index.json").exists() && !out.join("model-00001-of-00002.safetensors").exists()
+    );
+    assert_eq!(generate("hi"), one_file);
+    // A symlinked file is replaced, never written through.
+    let outside = dir.path().join("outside.json");
+    std::fs::write(&outside, "precious").unwrap();
+    std::fs::remove_file(out.join("tokenizer.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("tokenizer.json")).unwrap();
+    ok(&["init", "--config", &config, "--out", o, "--force"]);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+    assert!(!std::fs::symlink_metadata(out.join("tokenizer.json")).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn logits_that_cannot_be_written_leave_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let missing = dir.path().join("no-such-folder/out.npy");
+    fails(
+        &["generate", "--model", &m, "-n", "3", "--logits", missing.to_str().unwrap(), "hi"],
+        "no-such-folder/out.npy",
+    );
+    // A folder where the file goes: the write fails at the rename, and leaves nothing.
+    let blocked = dir.path().join("blocked.npy");
+    std::fs::create_dir(&blocked).unwrap();
+    fails(&["generate", "--model", &m, "-n", "3", "--logits", blocked.to_str().unwrap(), "hi"], "blocked.npy");
+    let left: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|n| !n.contains("partial")), "{left:?}");
 }

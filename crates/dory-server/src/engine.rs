@@ -76,6 +76,10 @@ pub struct Engine {
 /// serve` gives one for the backend `--backend` chose, the tests one for the CPU.
 pub type MakeSession<B> = Arc<dyn Fn(&Model) -> anyhow::Result<Session<B>> + Send + Sync>;
 
+/// A fault injected into the workers, for the tests of fault handling: called with each
+/// job's prompt as its generation starts, where a panic is a panic of the worker.
+pub type Fault = Arc<dyn Fn(&[u32]) + Send + Sync>;
+
 impl Engine {
     /// Starts `workers` threads, each with a session from `make`, and a queue of at most
     /// `queue` waiting jobs. Returns once every session is built, or the first error.
@@ -85,14 +89,15 @@ impl Engine {
         workers: usize,
         queue: usize,
         make: MakeSession<B>,
+        fault: Option<Fault>,
     ) -> anyhow::Result<Engine> {
         anyhow::ensure!(workers >= 1, "--parallel must be ≥ 1");
         let (jobs, rx) = crossbeam_channel::bounded::<Job>(queue);
         let stats = Arc::new(Stats::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         for i in 0..workers {
-            let (model, rx, stats, make, ready) =
-                (model.clone(), rx.clone(), stats.clone(), make.clone(), ready_tx.clone());
+            let (model, rx, stats, make, ready, fault) =
+                (model.clone(), rx.clone(), stats.clone(), make.clone(), ready_tx.clone(), fault.clone());
             std::thread::Builder::new()
                 .name(format!("dory-worker-{i}"))
                 .spawn(move || {
@@ -107,7 +112,7 @@ impl Engine {
                         }
                     };
                     drop(ready);
-                    Worker { model, session, stats, make }.run(rx);
+                    Worker { model, session, stats, make, fault }.run(rx);
                 })
                 .context("cannot start a worker thread")?;
         }
@@ -139,6 +144,7 @@ struct Worker<B: Backend> {
     session: Session<B>,
     stats: Arc<Stats>,
     make: MakeSession<B>,
+    fault: Option<Fault>,
 }
 
 impl<B: Backend> Worker<B> {
@@ -154,6 +160,8 @@ impl<B: Backend> Worker<B> {
             self.stats.busy.fetch_add(1, Ordering::SeqCst);
             self.session.exit = job.exit.unwrap_or(default_exit);
             let outcome = catch_unwind(AssertUnwindSafe(|| self.generate(&job)));
+            // A panic may have left the session half way through a step: build a new one.
+            let panicked = outcome.is_err();
             let event = match outcome {
                 Ok(Ok(summary)) => {
                     let counter =
@@ -176,14 +184,19 @@ impl<B: Backend> Worker<B> {
                     Event::Failed(format!("the engine panicked while generating: {what}"))
                 }
             };
-            let _ = job.events.send(event);
-            self.fresh_session();
+            // The worker is ready again before the client hears the end, so that /health
+            // read after an answer counts it as done.
+            self.fresh_session(panicked);
             self.stats.busy.fetch_sub(1, Ordering::SeqCst);
+            let _ = job.events.send(event);
         }
     }
 
     fn generate(&mut self, job: &Job) -> dory::Result<Summary> {
         let queued = job.queued_at.elapsed();
+        if let Some(fault) = &self.fault {
+            fault(&job.prompt);
+        }
         let mut sent_ok = true;
         let gen = dory::generate(&mut self.session, &self.model.tokenizer, &job.prompt, &job.request, |t| {
             // A closed channel means the client went away: stop generating.
@@ -203,10 +216,11 @@ impl<B: Backend> Worker<B> {
         })
     }
 
-    /// Forgets the last request's context, freeing its caches; a session that cannot be
-    /// reset (after a panic, say) is rebuilt.
-    fn fresh_session(&mut self) {
-        if self.session.reset().is_ok() {
+    /// Forgets the last request's context, freeing its caches; a session that panicked
+    /// or cannot be reset is rebuilt (from the weights in memory: `dory serve` reads them
+    /// whole, so that the folder changing on disk cannot reach a worker).
+    fn fresh_session(&mut self, panicked: bool) {
+        if !panicked && self.session.reset().is_ok() {
             return;
         }
         match (self.make)(&self.model) {

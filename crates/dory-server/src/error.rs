@@ -69,6 +69,30 @@ impl ApiError {
         }
     }
 
+    /// Past the bound on open connections, every path but `/health` gets this.
+    pub fn busy_connections() -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "the server holds as many connections as it serves (dory serve --max-connections); this one \
+                      may only ask /health: retry later"
+                .into(),
+            kind: "server_error",
+            param: None,
+            code: Some("too_many_connections"),
+        }
+    }
+
+    /// A /v1 request without the server's API key.
+    pub fn unauthorized(message: &str) -> ApiError {
+        ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("invalid_api_key"),
+        }
+    }
+
     /// The engine failed while running a request that was valid.
     pub fn engine(message: impl Into<String>) -> ApiError {
         ApiError {

@@ -11,6 +11,7 @@ pub mod answer;
 pub mod chat;
 pub mod engine;
 pub mod error;
+pub mod listen;
 pub mod openai;
 pub mod params;
 pub mod routes;
@@ -31,6 +32,9 @@ use openai::ModelFacts;
 
 /// `dory serve`'s own options (the CLI adds the model's).
 #[derive(clap::Args, Clone, Debug)]
+// Its group's default name, `Args`, is also that of the CLI's `serve` options, which
+// clap's debug checks refuse.
+#[group(id = "server")]
 pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -57,6 +61,17 @@ pub struct Args {
     /// The model's id in /v1/models [default: the model folder's name].
     #[arg(long)]
     pub name: Option<String>,
+    /// Every /v1 request must send `Authorization: Bearer KEY` [default: $DORY_API_KEY,
+    /// else none]. /health and the page stay open.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Seconds a client has to send a request's headers; a keep-alive connection idle
+    /// that long is closed too.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub header_timeout: f64,
+    /// Connections served at once; a few more may only ask /health, the rest are closed.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_connections: usize,
 }
 
 impl Default for Args {
@@ -70,7 +85,43 @@ impl Default for Args {
             max_body: 1 << 20,
             body_timeout: 30.0,
             name: None,
+            api_key: None,
+            header_timeout: 10.0,
+            max_connections: 512,
         }
+    }
+}
+
+/// Workers (each a session, on the CPU a copy of the weights) and waiting jobs (the
+/// queue is allocated whole).
+pub const MAX_PARALLEL: usize = 256;
+pub const MAX_QUEUE: usize = 1 << 16;
+pub const MAX_BODY: usize = 1 << 30;
+/// Seconds, for every timeout option: a day.
+pub const MAX_SECONDS: f64 = 86400.0;
+pub const MAX_CONNECTIONS: usize = 1 << 16;
+
+impl Args {
+    /// Refuses options outside their bounds, naming the option, before anything starts.
+    pub fn check(&self) -> anyhow::Result<()> {
+        use dory::limits::{option, MAX_POSITIONS};
+        option("--parallel", self.parallel, MAX_PARALLEL)?;
+        option("--queue", self.queue, MAX_QUEUE)?;
+        option("--max-body", self.max_body, MAX_BODY)?;
+        if let Some(n) = self.max_context {
+            anyhow::ensure!((2..=MAX_POSITIONS).contains(&n), "--max-context must be in 2…{MAX_POSITIONS}, got {n}");
+        }
+        option("--max-connections", self.max_connections, MAX_CONNECTIONS)?;
+        for (name, t) in [("--body-timeout", self.body_timeout), ("--header-timeout", self.header_timeout)] {
+            anyhow::ensure!(t > 0.0 && t <= MAX_SECONDS, "{name} must be in (0, {MAX_SECONDS}] seconds, got {t}");
+        }
+        anyhow::ensure!(self.key().is_none_or(|k| !k.is_empty()), "--api-key must not be empty");
+        Ok(())
+    }
+
+    /// The API key: `--api-key`, else `$DORY_API_KEY`.
+    pub fn key(&self) -> Option<String> {
+        self.api_key.clone().or_else(|| std::env::var("DORY_API_KEY").ok())
     }
 }
 
@@ -78,6 +129,9 @@ pub struct Limits {
     pub max_context: usize,
     pub max_body: usize,
     pub body_timeout: Duration,
+    pub conns: listen::Conns,
+    /// Every /v1 request must carry it.
+    pub api_key: Option<String>,
 }
 
 /// What every handler shares.
@@ -97,11 +151,17 @@ const DEFAULT_CONTEXT: usize = 4096;
 impl App {
     /// Starts the engine's workers (sessions from `make`) and checks the options.
     pub fn start<B: Backend + 'static>(model: Model, args: &Args, make: MakeSession<B>) -> anyhow::Result<App> {
-        anyhow::ensure!(args.max_body >= 1, "--max-body must be ≥ 1");
-        anyhow::ensure!(
-            args.body_timeout.is_finite() && args.body_timeout > 0.0,
-            "--body-timeout must be a number of seconds > 0"
-        );
+        App::start_with_fault(model, args, make, None)
+    }
+
+    /// `start`, with a fault injected into the workers (`engine::Fault`, for tests).
+    pub fn start_with_fault<B: Backend + 'static>(
+        model: Model,
+        args: &Args,
+        make: MakeSession<B>,
+        fault: Option<engine::Fault>,
+    ) -> anyhow::Result<App> {
+        args.check()?;
         let max_context = args.max_context.or(model.config.max_context).unwrap_or(DEFAULT_CONTEXT);
         anyhow::ensure!(max_context >= 2, "--max-context must be ≥ 2");
         let name = args.name.clone().unwrap_or_else(|| {
@@ -109,7 +169,7 @@ impl App {
             dir.file_name().map_or("dory".into(), |n| n.to_string_lossy().into_owned())
         });
         let model = Arc::new(model);
-        let engine = Engine::start(model.clone(), args.parallel, args.queue, make)?;
+        let engine = Engine::start(model.clone(), args.parallel, args.queue, make, fault)?;
         let c = &model.config;
         let facts = ModelFacts {
             passes: c.passes,
@@ -122,8 +182,15 @@ impl App {
             exit: params::exit_text(&c.exit),
             backend: engine.backend.clone(),
         };
-        let limits =
-            Limits { max_context, max_body: args.max_body, body_timeout: Duration::from_secs_f64(args.body_timeout) };
+        let conns =
+            listen::Conns { max: args.max_connections, header_timeout: Duration::from_secs_f64(args.header_timeout) };
+        let limits = Limits {
+            max_context,
+            max_body: args.max_body,
+            body_timeout: Duration::from_secs_f64(args.body_timeout),
+            conns,
+            api_key: args.key(),
+        };
         let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         Ok(App { engine, model, name, facts, limits, started })
     }
@@ -131,16 +198,30 @@ impl App {
     pub fn router(self) -> Router {
         // Each route answers a wrong method with OpenAI's error object, not an empty 405.
         let only = |m: MethodRouter<Arc<App>>| m.fallback(routes::wrong_method);
+        let app = Arc::new(self);
+        let v1 = Router::new()
+            .route("/v1/models", only(get(routes::models)))
+            .route("/v1/completions", only(post(routes::completions)))
+            .route("/v1/chat/completions", only(post(routes::chat_completions)))
+            .route_layer(axum::middleware::from_fn_with_state(app.clone(), routes::authorize));
         Router::new()
             .route("/", only(get(|| page("text/html; charset=utf-8", include_str!("../static/index.html")))))
             .route("/app.js", only(get(|| page("text/javascript; charset=utf-8", include_str!("../static/app.js")))))
             .route("/style.css", only(get(|| page("text/css; charset=utf-8", include_str!("../static/style.css")))))
             .route("/health", only(get(routes::health)))
-            .route("/v1/models", only(get(routes::models)))
-            .route("/v1/completions", only(post(routes::completions)))
-            .route("/v1/chat/completions", only(post(routes::chat_completions)))
+            .merge(v1)
             .fallback(routes::not_found)
-            .with_state(Arc::new(self))
+            .with_state(app)
+    }
+
+    /// Serves on `listener` with the connection limits until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let conns = self.limits.conns;
+        listen::serve(listener, self.router(), conns, shutdown).await
     }
 }
 
@@ -163,11 +244,17 @@ pub fn run<B: Backend + 'static>(model: Model, args: &Args, make: MakeSession<B>
             .await
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
         let addr: SocketAddr = listener.local_addr()?;
+        if !addr.ip().is_loopback() && app.limits.api_key.is_none() {
+            eprintln!(
+                "dory serve: warning: listening on {addr}, beyond this machine, with no API key: anyone who can \
+                 reach it can use the model (set --api-key or DORY_API_KEY)"
+            );
+        }
         // The tests read this line to find the port.
         println!("dory serve: listening on http://{addr} — {summary}");
         use std::io::Write;
         std::io::stdout().flush()?;
-        axum::serve(listener, app.router()).with_graceful_shutdown(shutdown()).await.context("the server failed")
+        app.serve(listener, shutdown()).await.context("the server failed")
     })
 }
 

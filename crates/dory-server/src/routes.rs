@@ -9,6 +9,7 @@ use std::time::Instant;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode, Uri};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
@@ -120,6 +121,27 @@ pub async fn health(State(app): State<Arc<App>>) -> Json<Value> {
         "failed": s.failed.load(Ordering::Relaxed),
         "tokens": s.tokens.load(Ordering::Relaxed),
     }))
+}
+
+/// Refuses a /v1 request without the server's API key, when it has one.
+pub async fn authorize(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let Some(key) = &app.limits.api_key else {
+        return next.run(req).await;
+    };
+    let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    match header.and_then(|v| v.strip_prefix("Bearer ")) {
+        Some(given) if same(given.trim().as_bytes(), key.as_bytes()) => next.run(req).await,
+        Some(_) => ApiError::unauthorized("incorrect API key provided").into_response(),
+        None => ApiError::unauthorized(
+            "this server needs an API key: send the header `Authorization: Bearer KEY` (dory serve --api-key)",
+        )
+        .into_response(),
+    }
+}
+
+/// Byte equality in a time that does not tell where two keys first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// A 404 in OpenAI's shape, listing what there is.

@@ -136,6 +136,8 @@ impl Wgpu {
                 let most = self.model.dev.caps.max_binding as usize / (4 * width.max(1));
                 need.max((2 * have).min(most)).max(16)
             }
+            // A ring grows with the context up to its cap (`Keys::slots`), by doubling too.
+            Keys::Ring(r) => need.max((2 * have).min(r.cap)).max(16.min(r.cap)),
             _ => need,
         }
     }

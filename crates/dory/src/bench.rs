@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::backend::Backend;
 use crate::error::{invalid, Result};
 use crate::forward::Want;
+use crate::limits::{self, MAX_POSITIONS};
 use crate::rng::Rng;
 use crate::sampler::argmax;
 use crate::session::Session;
@@ -57,6 +58,7 @@ pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> 
     if o.prompt == 0 || o.reps == 0 {
         return Err(invalid!("a benchmark needs a prompt of at least one token and at least one repetition"));
     }
+    check_memory(session, o)?;
     let vocab = session.forward().config().vocab_size as u64;
     let mut rng = Rng::new(1);
     let mut random = |n: usize| -> Vec<u32> { (0..n).map(|_| (rng.next_u64() % vocab) as u32).collect() };
@@ -95,6 +97,19 @@ pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> 
     let passes_per_token = passes.iter().sum::<f64>() / passes.len().max(1) as f64;
     let tg = (!tg.is_empty()).then(|| Stats::of(tg));
     Ok(Report { pp: Stats::of(pp), tg, passes_per_token, cache_bytes, tg_rss })
+}
+
+/// Refuses, before any work, a context whose caches (in the session's attention mode)
+/// and random tokens cannot fit.
+fn check_memory<B: Backend>(session: &Session<B>, o: &Options) -> Result<()> {
+    let what = format!("depth {} + prompt {} + gen {}", o.depth, o.prompt, o.gen);
+    let context = o.depth.checked_add(o.prompt).and_then(|n| n.checked_add(o.gen));
+    let context = context.filter(|&n| n <= MAX_POSITIONS);
+    let context = context.ok_or_else(|| invalid!("{what}: more than {MAX_POSITIONS} positions"))?;
+    let f = session.forward();
+    let caches = f.attention().cache_bytes(f.config(), context);
+    let bytes = caches.and_then(|b| b.checked_add(o.depth.max(o.prompt).checked_mul(4)?));
+    limits::fits(&format!("{what}: the caches at context {context}"), bytes.map(|b| b as u64))
 }
 
 /// The process's peak resident memory in bytes, where the OS tells it.

@@ -99,10 +99,11 @@ impl Keys {
         }
     }
 
-    /// Slots the layer needs to hold positions below `end`.
+    /// Slots the layer needs to hold positions below `end`: a ring needs no more slots
+    /// than positions (p mod cap ≤ p), so that a huge window costs only the context.
     pub fn slots(&self, end: usize) -> usize {
         match self {
-            Keys::Ring(r) => r.cap,
+            Keys::Ring(r) => r.cap.min(end),
             Keys::Full { .. } => end,
             Keys::Sealed(n) => n.sinks + n.window,
         }

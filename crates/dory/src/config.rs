@@ -11,6 +11,7 @@ use serde_path_to_error::Segment;
 
 use crate::error::{invalid, Error, Result};
 use crate::exit::ExitRule;
+use crate::limits::{self, Rules};
 
 /// Query heads per KV head (spec §1): query head a reads KV head a / GROUP.
 pub const GROUP: usize = 4;
@@ -80,6 +81,9 @@ impl O1 {
     }
 
     fn validate(&self, r: &Rules) -> Result<()> {
+        for (field, n, most) in limits::o1_bounds(self) {
+            r.at_most(field, n, most)?;
+        }
         r.at_least("window", self.window, 1)?;
         let m = self.landmarks;
         r.check("landmarks", (1..=32).contains(&m), || format!("must be in 1…32, got {m}"))?;
@@ -123,7 +127,7 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config> {
-        Config::parse(&std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?, path)
+        Config::parse(&limits::read_text(path, limits::MAX_CONFIG_BYTES)?, path)
     }
 
     /// Parses the text of a config; `path` only names the file in errors.
@@ -142,6 +146,9 @@ impl Config {
 
     /// The rules of spec §2 that the fields' types do not already hold.
     fn validate(&self, r: &Rules) -> Result<()> {
+        for (field, n, most) in limits::config_bounds(self) {
+            r.at_most(field, n, most)?;
+        }
         r.at_least("vocab_size", self.vocab_size, 1)?;
         for (field, n) in [("hidden", self.hidden), ("ffn", self.ffn)] {
             r.check(field, n >= 4 && n % 4 == 0, || format!("must be a multiple of 4, ≥ 4, got {n}"))?;
@@ -276,25 +283,5 @@ fn one_or_many<S: Serializer>(ids: &[u32], s: S) -> Result<S::Ok, S::Error> {
     match ids {
         [one] => one.serialize(s),
         many => many.serialize(s),
-    }
-}
-
-/// The checks of one object's fields; errors name `prefix` + the field.
-struct Rules<'a> {
-    path: &'a Path,
-    prefix: &'a str,
-}
-
-impl Rules<'_> {
-    fn fails(&self, field: &str, rule: String) -> Error {
-        Error::Config { path: self.path.into(), field: format!("{}{field}", self.prefix), rule }
-    }
-
-    fn check(&self, field: &str, ok: bool, rule: impl FnOnce() -> String) -> Result<()> {
-        ok.then_some(()).ok_or_else(|| self.fails(field, rule()))
-    }
-
-    fn at_least(&self, field: &str, n: usize, least: usize) -> Result<()> {
-        self.check(field, n >= least, || format!("must be ≥ {least}, got {n}"))
     }
 }

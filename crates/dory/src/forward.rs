@@ -46,28 +46,26 @@ impl Attention {
         }
     }
 
-    /// Bytes of f32 caches while decoding at `context` positions: W per sliding layer;
-    /// per full layer every position (and, in O(1) mode before the seal, the sampled
-    /// queries), or after the seal the sinks, the window and the landmark state.
-    pub fn cache_bytes(&self, c: &Config, context: usize) -> usize {
+    /// Bytes of f32 caches while decoding at `context` positions (None past usize): up
+    /// to W per sliding layer; per full layer every position (and, in O(1) mode before
+    /// the seal, the sampled queries), or after the seal the sinks, the window and the
+    /// landmark state.
+    pub fn cache_bytes(&self, c: &Config, context: usize) -> Option<usize> {
         let kv = 2 * c.kv_width();
         let (nh, nk, d) = (c.heads, c.kv_heads, c.head_dim);
-        let floats: usize = c
-            .layers
-            .iter()
-            .map(|kind| match (kind, self) {
-                (LayerKind::Sliding, _) => c.window * kv,
-                (LayerKind::Full, Attention::Exact) => context * kv,
-                (LayerKind::Full, Attention::O1(o)) if context <= o.seal_at => {
-                    context * kv + context.div_ceil(o.stride) * c.q_width()
-                }
-                (LayerKind::Full, Attention::O1(o)) => {
-                    let m = o.landmarks;
-                    (o.sinks + o.window) * kv + nk * m * d + 2 * nh * m * d + nh * m * m + 3 * nh * m
-                }
-            })
-            .sum();
-        4 * floats
+        let floats = |kind: &LayerKind| match (kind, self) {
+            (LayerKind::Sliding, _) => c.window.min(context).checked_mul(kv),
+            (LayerKind::Full, Attention::Exact) => context.checked_mul(kv),
+            (LayerKind::Full, Attention::O1(o)) if context <= o.seal_at => {
+                context.checked_mul(kv)?.checked_add(context.div_ceil(o.stride).checked_mul(c.q_width())?)
+            }
+            (LayerKind::Full, Attention::O1(o)) => {
+                let m = o.landmarks;
+                let state = nk * m * d + 2 * nh * m * d + nh * m * m + 3 * nh * m;
+                o.sinks.checked_add(o.window)?.checked_mul(kv)?.checked_add(state)
+            }
+        };
+        c.layers.iter().try_fold(0usize, |sum, kind| sum.checked_add(floats(kind)?))?.checked_mul(4)
     }
 }
 

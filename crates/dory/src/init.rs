@@ -98,8 +98,9 @@ pub fn write_weights(
             })
             .collect::<Result<Vec<_>>>()?;
         let path = dir.join(&file);
-        safetensors::serialize_to_file(views, None, &path)
-            .map_err(|e| Error::Safetensors { path, msg: e.to_string() })?;
+        let bytes = safetensors::serialize(views, None)
+            .map_err(|e| Error::Safetensors { path: path.clone(), msg: e.to_string() })?;
+        crate::files::write(&path, &bytes)?;
     }
     if shards > 1 {
         let index = json!({ "metadata": {}, "weight_map": weight_map });
@@ -108,15 +109,23 @@ pub fn write_weights(
     Ok(())
 }
 
-/// Writes a random model folder: config.json, weights, and a byte-level BPE tokenizer
-/// that fills the vocabulary.
-pub fn write_random_model(dir: &Path, config: &Config, seed: u64, dtype: DType, shards: usize) -> Result<()> {
+/// Whether a random model of `config` can be made: its vocabulary holds the tiny
+/// tokenizer, and its tensors (made in f32, then encoded) fit in memory.
+pub fn check(config: &Config, dtype: DType) -> Result<()> {
     if config.vocab_size < BASE_VOCAB {
         return Err(invalid!(
             "a random model needs vocab_size ≥ {BASE_VOCAB} (2 special tokens and 256 bytes), got {}",
             config.vocab_size
         ));
     }
+    let bytes = (config.parameters() as u64).checked_mul(4 + dtype.size() as u64);
+    crate::limits::fits(&format!("a random model of {} parameters", config.parameters()), bytes)
+}
+
+/// Writes a random model folder: config.json, weights, and a byte-level BPE tokenizer
+/// that fills the vocabulary.
+pub fn write_random_model(dir: &Path, config: &Config, seed: u64, dtype: DType, shards: usize) -> Result<()> {
+    check(config, dtype)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut config = config.clone();
     config.bos_token_id = Some(BOS);
@@ -128,7 +137,7 @@ pub fn write_random_model(dir: &Path, config: &Config, seed: u64, dtype: DType, 
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    crate::files::write(path, text.as_bytes())
 }
 
 /// GPT-2's map of bytes to printable characters, which byte-level BPE vocabularies use.

@@ -1,9 +1,8 @@
 //! Writing `.npy` files (NumPy's format, version 1.0), for `--logits`.
 
-use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// An element type that `.npy` names.
 pub trait NpyType: Copy {
@@ -45,6 +44,5 @@ pub fn write<T: NpyType>(path: &Path, shape: &[usize], data: &[T]) -> Result<()>
     for &x in data {
         out.extend_from_slice(&x.le_bytes());
     }
-    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(&out).map_err(|e| Error::io(path, e))
+    crate::files::write(path, &out)
 }

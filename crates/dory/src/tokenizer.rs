@@ -14,9 +14,15 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Loads `path` and checks that every id it can produce is below `vocab_size`.
     pub fn load(path: &Path, vocab_size: usize) -> Result<Tokenizer> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let inner = tokenizers::Tokenizer::from_bytes(&bytes)
-            .map_err(|e| Error::Tokenizer { path: path.into(), msg: format!("not a valid tokenizer: {e}") })?;
+        let bytes = crate::limits::read_capped(path, crate::limits::MAX_TOKENIZER_BYTES)?;
+        let bad = |msg: String| Error::Tokenizer { path: path.into(), msg };
+        // The tokenizers crate panics on some malformed files (a decoder that is not
+        // JSON: found by fuzzing): the JSON is checked first, and a panic is still caught.
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+        let parsed = std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(&bytes));
+        let inner = parsed
+            .map_err(|_| bad("not a valid tokenizer (the tokenizers crate failed on it)".into()))?
+            .map_err(|e| bad(format!("not a valid tokenizer: {e}")))?;
         let largest = inner.get_vocab(true).into_values().max().map_or(0, |id| id as usize + 1);
         if largest > vocab_size {
             return Err(Error::Tokenizer {

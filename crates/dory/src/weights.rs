@@ -2,7 +2,7 @@
 //! tensor: name, shape, dtype and finite values.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
+use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -79,6 +79,44 @@ fn widen(dtype: DType, bytes: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Where a weights file's bytes live: mapped (loads at once, shares the page cache, but
+/// a file truncated on disk meanwhile faults the reader), or read into memory (for a
+/// long-running server: what changes on disk afterwards cannot reach it).
+enum Storage {
+    Mapped(Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for Storage {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Read(v) => v,
+        }
+    }
+}
+
+impl Storage {
+    fn open(path: &Path, in_memory: bool) -> Result<Storage> {
+        let (file, len) = crate::limits::open_regular(path)?;
+        if !in_memory {
+            // SAFETY: the file is mapped read-only; like every engine that maps weights,
+            // we rely on nobody truncating it while the model is loaded (`dory serve`
+            // reads it instead).
+            return Ok(Storage::Mapped(unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?));
+        }
+        crate::limits::fits(&format!("{}: a copy in memory", path.display()), Some(len))?;
+        let mut bytes = Vec::new();
+        let no_room = |_| Error::io(path, std::io::Error::new(std::io::ErrorKind::OutOfMemory, "cannot hold it"));
+        bytes.try_reserve_exact(len as usize).map_err(no_room)?;
+        // A file cut short meanwhile reads short, and then fails the checks of its header.
+        file.take(len).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        Ok(Storage::Read(bytes))
+    }
+}
+
 struct Entry {
     file: usize,
     dtype: DType,
@@ -88,7 +126,7 @@ struct Entry {
 
 /// Every tensor of a model, in its mapped files.
 pub struct Weights {
-    maps: Vec<Mmap>,
+    maps: Vec<Storage>,
     /// The file each map came from, to name it in errors.
     paths: Vec<PathBuf>,
     entries: HashMap<String, Entry>,
@@ -130,14 +168,19 @@ impl Weights {
     /// Maps `model.safetensors`, or the shards that `model.safetensors.index.json`
     /// lists, and checks every tensor against `config`.
     pub fn load(dir: &Path, config: &Config) -> Result<Weights> {
+        Weights::load_with(dir, config, false)
+    }
+
+    /// `load`, the files read into memory (`in_memory`) or mapped.
+    pub fn load_with(dir: &Path, config: &Config, in_memory: bool) -> Result<Weights> {
         let single = dir.join("model.safetensors");
         let index = dir.join("model.safetensors.index.json");
         let weights = if single.exists() {
-            Weights::open(&[single], None)?
+            Weights::open(&[single], None, in_memory)?
         } else if index.exists() {
             let (files, map) = read_index(&index)?;
             let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
-            Weights::open(&paths, Some((&index, &map, &files)))?
+            Weights::open(&paths, Some((&index, &map, &files)), in_memory)?
         } else {
             return Err(Error::io(
                 &single,
@@ -151,15 +194,16 @@ impl Weights {
         Ok(weights)
     }
 
-    fn open(paths: &[PathBuf], index: Option<(&Path, &BTreeMap<String, String>, &[String])>) -> Result<Weights> {
+    fn open(
+        paths: &[PathBuf],
+        index: Option<(&Path, &BTreeMap<String, String>, &[String])>,
+        in_memory: bool,
+    ) -> Result<Weights> {
         let mut maps = Vec::new();
         let mut entries = HashMap::new();
         let mut stored_bytes = 0;
         for (file, path) in paths.iter().enumerate() {
-            let f = File::open(path).map_err(|e| Error::io(path, e))?;
-            // SAFETY: the file is mapped read-only; like every engine that maps weights,
-            // we rely on nobody truncating it while the model is loaded.
-            let map = unsafe { Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
+            let map = Storage::open(path, in_memory)?;
             let bad = |msg: String| Error::Safetensors { path: path.clone(), msg };
             let (header, meta) =
                 SafeTensors::read_metadata(&map).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
@@ -273,7 +317,7 @@ fn all_finite(dtype: DType, bytes: &[u8]) -> bool {
 
 /// The shard files in order, and the tensor → file map.
 fn read_index(path: &Path) -> Result<(Vec<String>, BTreeMap<String, String>)> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::limits::read_text(path, crate::limits::MAX_INDEX_BYTES)?;
     let bad = |msg: String| Error::Json { path: path.into(), msg };
     let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
     let map = v

@@ -162,3 +162,15 @@ fn nulls_are_absent_and_extras_ignored() {
     assert_eq!((o1.sinks, o1.window, o1.seal_at), (4, 8, 4 + 8 + 8 * 32));
     assert_eq!(c.exit.to_string(), "confidence:0.9");
 }
+
+#[test]
+fn a_config_reads_its_own_json_back_exactly() {
+    // Found by fuzzing: without correctly rounded float parsing, a long threshold came
+    // back one ulp off after `to_json`.
+    let text =
+        BASE.replace(r#""window":4}"#, r#""window":4,"exit":{"criterion":"kl","threshold":118446744073709551615.0}}"#);
+    let c = Config::parse(&text, Path::new("config.json")).unwrap();
+    let again = Config::parse(&c.to_json().to_string(), Path::new("again")).unwrap();
+    assert_eq!(again, c);
+    assert_eq!(c.exit.threshold, 118446744073709551615.0);
+}

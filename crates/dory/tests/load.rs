@@ -119,6 +119,10 @@ fn bad_tokenizers() {
     expect(dir.path(), &["tokenizer.json", "ids up to 399", "vocab_size is 300"]);
     std::fs::write(dir.path().join("tokenizer.json"), "{\"model\": 3}").unwrap();
     expect(dir.path(), &["tokenizer.json", "not a valid tokenizer"]);
+    // Found by fuzzing: a decoder that is not JSON made the tokenizers crate panic.
+    let bad_decoder = dory::init::tokenizer_json(300).replace("\"use_regex\":true}", "\"use_regex\":trqe}");
+    std::fs::write(dir.path().join("tokenizer.json"), bad_decoder).unwrap();
+    expect(dir.path(), &["tokenizer.json", "invalid JSON"]);
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use dory::config::O1;
 use dory::weights::DType;
 use dory::{Attention, Config, Model};
+use dory_server::engine::Fault;
 use dory_server::App;
 pub use dory_server::Args;
 use serde_json::Value;
@@ -20,9 +21,14 @@ use tokio::net::TcpStream;
 /// A random model: 400 ids, 2 layers (sliding, full), 3 passes. `eos: false` drops the
 /// end-of-sequence token from its config, so that generation runs to the token limit.
 pub fn model_dir(dir: &Path, eos: bool) -> PathBuf {
-    let text = r#"{"architecture":"dory","vocab_size":400,"hidden":32,"heads":4,"kv_heads":1,"head_dim":16,
-        "ffn":64,"layers":["sliding","full"],"passes":3,"window":8}"#;
-    let config = Config::parse(text, Path::new("test-config.json")).unwrap();
+    model_dir_of(dir, eos, 16)
+}
+
+/// `model_dir` with heads `head_dim` wide.
+pub fn model_dir_of(dir: &Path, eos: bool, head_dim: usize) -> PathBuf {
+    let json = serde_json::json!({"architecture":"dory","vocab_size":400,"hidden":32,"heads":4,"kv_heads":1,
+        "head_dim":head_dim,"ffn":64,"layers":["sliding","full"],"passes":3,"window":8});
+    let config = Config::parse(&json.to_string(), Path::new("test-config.json")).unwrap();
     let out = dir.join("tiny");
     dory::init::write_random_model(&out, &config, 11, DType::F32, 1).unwrap();
     if !eos {
@@ -59,14 +65,27 @@ pub async fn start(args: Args, eos: bool) -> Server {
 }
 
 pub async fn start_with(args: Args, eos: bool, attention: Attention) -> Server {
+    start_faulty(args, eos, attention, None, 16).await
+}
+
+/// A server as `dory serve` runs one (the weights read into memory, its own listener),
+/// with `fault` injected into its workers, on a model with heads `head_dim` wide.
+pub async fn start_faulty(
+    args: Args,
+    eos: bool,
+    attention: Attention,
+    fault: Option<Fault>,
+    head_dim: usize,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let model = model_dir(dir.path(), eos);
-    let loaded = Model::load(&model).unwrap();
+    let model = model_dir_of(dir.path(), eos, head_dim);
+    let loaded = Model::load_with(&model, true).unwrap();
     let make: dory_server::MakeSession<_> = std::sync::Arc::new(move |m: &Model| session(m, &attention));
-    let app = tokio::task::spawn_blocking(move || App::start(loaded, &args, make)).await.unwrap().unwrap();
+    let start = move || App::start_with_fault(loaded, &args, make, fault);
+    let app = tokio::task::spawn_blocking(start).await.unwrap().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app.router()).await.unwrap() });
+    tokio::spawn(async move { app.serve(listener, std::future::pending()).await.unwrap() });
     Server { addr, model, _dir: dir }
 }
 
@@ -120,9 +139,14 @@ pub async fn raw(addr: SocketAddr, request: &[u8]) -> Response {
 }
 
 pub async fn request(addr: SocketAddr, method: &str, path: &str, body: &str) -> Response {
+    request_as(addr, method, path, body, "").await
+}
+
+/// `request` with more header lines (each ending in \r\n).
+pub async fn request_as(addr: SocketAddr, method: &str, path: &str, body: &str, headers: &str) -> Response {
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         {headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     raw(addr, req.as_bytes()).await

@@ -227,7 +227,7 @@ impl Backend for Cpu {
     }
 
     fn alloc(&mut self, len: usize) -> Result<Vec<f32>> {
-        Ok(vec![0.0; len])
+        crate::limits::zeros(len, &format!("a working buffer of {len} floats"))
     }
 
     fn cache(&mut self, _layer: usize) -> Result<CpuCache> {
@@ -236,11 +236,13 @@ impl Backend for Cpu {
 
     fn relayout(&mut self, cache: &mut CpuCache, next: &Keys, end: usize, moves: &[(usize, usize)]) -> Result<()> {
         let width = self.c.kv_width();
-        let len = next.slots(end) * width;
-        cache.q.resize(next.samples(end) * self.c.q_width(), 0.0);
+        let (slots, samples) = (next.slots(end), next.samples(end));
+        let what = format!("a layer's cache of {slots} positions × {width} floats (and {samples} queries)");
+        let len = slots.checked_mul(width).ok_or_else(|| crate::error::invalid!("{what}: too large"))?;
+        crate::limits::resize(&mut cache.q, samples.saturating_mul(self.c.q_width()), &what)?;
         for store in [&mut cache.k, &mut cache.v] {
             let old = if moves.is_empty() { None } else { Some(std::mem::take(store)) };
-            store.resize(len, 0.0);
+            crate::limits::resize(store, len, &what)?;
             if let Some(old) = old {
                 for &(from, to) in moves {
                     store[to * width..][..width].copy_from_slice(&old[from * width..][..width]);
