@@ -127,6 +127,37 @@ pub fn dot(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
     portable::dot(&b[..n], |i| a[i])
 }
 
+/// [q_h · k for h < 4]: the four query heads q4 = [4, d] of one KV head against one key
+/// k = [d] (each key is loaded once for the four).
+#[inline]
+pub fn dot4(isa: Isa, q4: &[f32], k: &[f32]) -> [f32; 4] {
+    let d = k.len();
+    assert_eq!(q4.len(), 4 * d, "four query heads of the key's width");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; q4 holds 4·d elements and k d (asserted).
+        return unsafe { x86::dot4(q4, k) };
+    }
+    let _ = isa;
+    [0, 1, 2, 3].map(|h| portable::dot(k, |i| q4[h * d + i]))
+}
+
+/// z4[h] += w[h] · v for the four heads z4 = [4, d] of one KV head and one value v = [d].
+#[inline]
+pub fn axpy4(isa: Isa, z4: &mut [f32], w: &[f32], v: &[f32]) {
+    let d = v.len();
+    assert!(z4.len() == 4 * d && w.len() == 4, "four heads of the value's width");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; z4 holds 4·d elements, v d and w 4 (asserted).
+        return unsafe { x86::axpy4(z4, w, v) };
+    }
+    let _ = isa;
+    for (zh, &w) in z4.chunks_exact_mut(d).zip(w) {
+        zh.iter_mut().zip(v).for_each(|(z, &x)| *z += w * x);
+    }
+}
+
 /// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
 pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
     debug_assert_eq!(out.len(), w.len());
@@ -291,6 +322,45 @@ mod x86 {
         dot!(load_f32, |v: f32| v, a, b)
     }
 
+    /// See `super::dot4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot4(q4: &[f32], k: &[f32]) -> [f32; 4] {
+        let d = k.len();
+        let (pq, pk) = (q4.as_ptr(), k.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 8 <= d {
+            let kv = _mm256_loadu_ps(pk.add(i));
+            for (h, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(h * d + i)), kv, *a);
+            }
+            i += 8;
+        }
+        let mut out = [0.0f32; 4];
+        for h in 0..4 {
+            out[h] = sum(acc[h]) + (i..d).map(|j| q4[h * d + j] * k[j]).sum::<f32>();
+        }
+        out
+    }
+
+    /// See `super::axpy4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn axpy4(z4: &mut [f32], w: &[f32], v: &[f32]) {
+        let d = v.len();
+        let (pz, pv) = (z4.as_mut_ptr(), v.as_ptr());
+        let d8 = d / 8 * 8;
+        for (h, &wh) in w.iter().enumerate() {
+            let wv = _mm256_set1_ps(wh);
+            for i in (0..d8).step_by(8) {
+                let z = pz.add(h * d + i);
+                _mm256_storeu_ps(z, _mm256_fmadd_ps(wv, _mm256_loadu_ps(pv.add(i)), _mm256_loadu_ps(z)));
+            }
+            for (i, &x) in v.iter().enumerate().skip(d8) {
+                *pz.add(h * d + i) += wh * x;
+            }
+        }
+    }
+
     /// See `super::gemv`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
@@ -419,6 +489,33 @@ mod tests {
                 let (a, b) = (rand_vec(n, 1), rand_vec(n + 3, 2));
                 let want: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
                 assert!((dot(isa, &a, &b) as f64 - want).abs() < 1e-4, "{isa:?} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn dot4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for d in [1, 8, 13, 48, 256] {
+                let (q4, k) = (rand_vec(4 * d, 3), rand_vec(d, 4));
+                let got = dot4(isa, &q4, &k);
+                for h in 0..4 {
+                    let want: f64 = (0..d).map(|i| q4[h * d + i] as f64 * k[i] as f64).sum();
+                    assert!((got[h] as f64 - want).abs() < 1e-5, "{isa:?} d {d} head {h}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn axpy4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for d in [1, 8, 13, 48, 256] {
+                let (z0, w, v) = (rand_vec(4 * d, 5), rand_vec(4, 6), rand_vec(d, 7));
+                let mut z = z0.clone();
+                axpy4(isa, &mut z, &w, &v);
+                let want: Vec<f64> = (0..4 * d).map(|i| z0[i] as f64 + w[i / d] as f64 * v[i % d] as f64).collect();
+                assert!(rel_err(&z, &want) < 1e-6, "{isa:?} d {d}");
             }
         }
     }

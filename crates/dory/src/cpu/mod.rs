@@ -135,8 +135,10 @@ pub(crate) struct KvHead<'a> {
 }
 
 /// The attention of the four query heads of one KV head of one row over the keys in
-/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d].
+/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d]. Each key and value is
+/// read once for the four heads; `scores` holds [slots, 4].
 fn attend_group(
+    isa: Isa,
     z4: &mut [f32],
     q4: &[f32],
     kv: &KvHead,
@@ -146,21 +148,25 @@ fn attend_group(
 ) {
     let (k, v, stride, off) = (kv.k, kv.v, kv.stride, kv.offset);
     let d = z4.len() / GROUP;
-    for (zh, qh) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)) {
-        scores.clear();
-        scores.extend(slots.clone().map(|s| scale * dot(qh, &k[s * stride + off..][..d])));
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-        let mut sum = 0.0f32;
-        for x in scores.iter_mut() {
-            *x = (*x - max).exp();
-            sum += *x;
+    scores.clear();
+    scores.extend(slots.clone().flat_map(|s| isa::dot4(isa, q4, &k[s * stride + off..][..d]).map(|x| scale * x)));
+    let mut max = [f32::NEG_INFINITY; GROUP];
+    for row in scores.chunks_exact(GROUP) {
+        max.iter_mut().zip(row).for_each(|(m, &x)| *m = m.max(x));
+    }
+    let mut sum = [0.0f32; GROUP];
+    for row in scores.chunks_exact_mut(GROUP) {
+        for ((x, m), s) in row.iter_mut().zip(&max).zip(&mut sum) {
+            *x = (*x - m).exp();
+            *s += *x;
         }
-        zh.fill(0.0);
-        for (w, s) in scores.iter().zip(slots.clone()) {
-            let vj = &v[s * stride + off..][..d];
-            zh.iter_mut().zip(vj).for_each(|(z, &x)| *z += w * x);
-        }
-        let inv = 1.0 / sum;
+    }
+    z4.fill(0.0);
+    for (w, s) in scores.chunks_exact(GROUP).zip(slots) {
+        isa::axpy4(isa, z4, w, &v[s * stride + off..][..d]);
+    }
+    for (zh, s) in z4.chunks_exact_mut(d).zip(sum) {
+        let inv = 1.0 / s;
         zh.iter_mut().for_each(|z| *z *= inv);
     }
 }
@@ -222,7 +228,7 @@ impl Cpu {
                 (Keys::Sealed(near), Some(lm)) => {
                     o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
                 }
-                _ => attend_group(z4, q4, &kv, slots, scale, scores),
+                _ => attend_group(self.isa, z4, q4, &kv, slots, scale, scores),
             }
             // The gate: z ⊙ σ(yg ⊙ gate_scale).
             let g = &qkvg[r * width + qd + 2 * kd + kh * GROUP * d..][..GROUP * d];
