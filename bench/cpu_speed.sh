@@ -1,29 +1,55 @@
 #!/usr/bin/env bash
-# The CPU backend's speed benchmark: a random model of the benchmark config (f32 weights), prefill
-# of a 512-token prompt (pp512) and decode (tg128), ROUNDS interleaved runs of
-# `dory bench`, medians over all repetitions. The machine drifts from minute to minute,
-# so runs of what is compared are interleaved rather than back to back.
-# Usage: bench/cpu_speed.sh [ROUNDS]   (writes bench/out/cpu_speed.jsonl)
+# The CPU backend's speed benchmark: random models of the benchmark config in every weight
+# format (f32, f16, bf16, and q8_0 quantized from the bf16 one), prefill of a 512-token
+# prompt (pp512) and decode (tg128), ROUNDS rounds of `dory bench`, each round running
+# every binary on every format in turn, medians over the rounds. The machine drifts from
+# minute to minute, so runs of what is compared are interleaved rather than back to back.
+# Usage: bench/cpu_speed.sh [ROUNDS]      (writes bench/out/cpu_speed.jsonl)
+#   BINARIES="old=path/to/dory new=target/release/dory"  compare builds (default: this one)
+#   FORMATS="bf16 q8_0"                                  a subset of the formats
+#   THREADS=2                                            --threads for every run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
-cargo build --release -q -p dory-cli
-dory=target/release/dory
+if [ -z "${BINARIES:-}" ]; then
+    cargo build --release -q -p dory-cli
+    BINARIES="this=target/release/dory"
+fi
+formats=${FORMATS:-f32 f16 bf16 q8_0}
+threads=${THREADS:+--threads $THREADS}
+# The newest binary writes the models (older ones cannot quantize).
+maker=${BINARIES##*=}
 mkdir -p bench/out
-model=bench/out/bench-cpu-f32
-[ -f $model/config.json ] || $dory init --config bench/configs-bench-cpu.json --seed 1 --out $model >/dev/null
+for f in f32 f16 bf16; do
+    model=bench/out/bench-cpu-$f
+    [ -f $model/config.json ] || $maker init --config bench/configs-bench-cpu.json --seed 1 --dtype $f --out $model >/dev/null
+done
+[ -f bench/out/bench-cpu-q8_0/config.json ] || $maker quantize --model bench/out/bench-cpu-bf16 --out bench/out/bench-cpu-q8_0 >/dev/null
 out=bench/out/cpu_speed.jsonl
 : > $out
 for r in $(seq "$rounds"); do
-    $dory bench --backend cpu --model $model --prompt 512 --gen 128 --reps 3 --json >> $out
+    for b in $BINARIES; do
+        for f in $formats; do
+            # An older binary may not read a format: its runs are left out, not fatal.
+            # shellcheck disable=SC2086
+            line=$(${b#*=} $threads bench --backend cpu --model bench/out/bench-cpu-$f --prompt 512 --gen 128 --reps 3 --exit none --json 2>/dev/null) || continue
+            echo "{\"binary\": \"${b%%=*}\", \"format\": \"$f\", \"run\": $line}" >> $out
+        done
+    done
 done
 python3 - "$out" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-pp = [r["pp"]["median"] for r in runs]
-tg = [r["tg"]["median"] for r in runs]
-print(f"commit {runs[0]['commit']}, {len(runs)} rounds × {runs[0]['reps']} reps, {runs[0]['backend']}")
-print(f"pp512: median {statistics.median(pp):.0f} tokens/s (rounds {min(pp):.0f}–{max(pp):.0f})")
-print(f"tg128: median {statistics.median(tg):.1f} tokens/s (rounds {min(tg):.1f}–{max(tg):.1f})")
-print(f"peak RSS: {max(r['peak_rss_bytes'] for r in runs) / 2**20:.0f} MiB")
+print(f"{len(runs)} runs, {runs[0]['run']['reps']} reps each, {runs[0]['run']['backend']}")
+print(f"{'binary':8} {'format':6} {'commit':8} {'pp512 tok/s':>22} {'tg128 tok/s':>22} {'peak RSS':>9} {'weights':>9}")
+keys = list(dict.fromkeys((r["binary"], r["format"]) for r in runs))
+for b, f in keys:
+    rs = [r["run"] for r in runs if (r["binary"], r["format"]) == (b, f)]
+    pp = [r["pp"]["median"] for r in rs]
+    tg = [r["tg"]["median"] for r in rs]
+    rss = max(r["peak_rss_bytes"] for r in rs) / 2**20
+    held = rs[0].get("weight_bytes")
+    held = f"{held / 2**20:.1f} MiB" if held else "n/a"
+    span = lambda xs: f"{statistics.median(xs):7.0f} ({min(xs):.0f}–{max(xs):.0f})"
+    print(f"{b:8} {f:6} {rs[0]['commit']:8} {span(pp):>22} {span(tg):>22} {rss:6.0f} MiB {held:>9}")
 PY

@@ -49,6 +49,7 @@ pub fn run(a: &Args) -> Result<()> {
     let r = session.bench(&Options { prompt: a.prompt, gen: a.gen, depth: a.depth, reps: a.reps })?;
     let (backend, attention) = (session.backend(), session.attention());
     let (c, peak) = (&model.config, peak_rss());
+    let (weight_bytes, mapped) = device.weight_bytes(&model);
     if a.json {
         let stats =
             |tokens: usize, s: &Stats| json!({"tokens": tokens, "median": s.median, "min": s.min, "max": s.max});
@@ -66,6 +67,8 @@ pub fn run(a: &Args) -> Result<()> {
             "cache_bytes": r.cache_bytes,
             "tg_rss_bytes": [r.tg_rss.0, r.tg_rss.1],
             "peak_rss_bytes": peak,
+            "weight_bytes": weight_bytes,
+            "weight_mapped_bytes": mapped,
         });
         println!("{out}");
     } else {
@@ -77,6 +80,11 @@ pub fn run(a: &Args) -> Result<()> {
             a.reps
         );
         table(a, &r, attention, peak);
+        println!(
+            "weights held {} ({} of it mapped from the model's files)",
+            mib(weight_bytes as u64),
+            mib(mapped as u64)
+        );
     }
     if let Some(table) = dory_wgpu::profile::report() {
         eprintln!("{table}");

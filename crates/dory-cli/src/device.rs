@@ -47,6 +47,8 @@ impl Device {
         let gpu = match choice {
             Choice::Cpu => None,
             Choice::Wgpu => Some(GpuDevice::open(Pick::Any)?),
+            // The wgpu backend does not run 8-bit weights yet (docs/SEMANTICS.md).
+            Choice::Auto if model.config.quantization.is_some() => None,
             Choice::Auto => match dory_wgpu::choose(Pick::Hardware) {
                 Some(adapter) => Some(Arc::new(GpuDevice::from_adapter(adapter, None)?)),
                 None => None,
@@ -66,12 +68,15 @@ impl Device {
         })
     }
 
-    /// Bytes of weights the backend holds.
-    pub fn weight_bytes(&self, model: &Model) -> usize {
+    /// Bytes of weights the backend holds, and how many of them are the model file's
+    /// own pages, mapped (the CPU reads matrices in place).
+    pub fn weight_bytes(&self, model: &Model) -> (usize, usize) {
         match self {
-            // The CPU widens every tensor to f32.
-            Device::Cpu => 4 * model.config.parameters(),
-            Device::Wgpu(gpu) => gpu.weight_bytes(),
+            Device::Cpu => {
+                let (mapped, owned) = Cpu::new(&model.config, &model.weights).weight_bytes();
+                (mapped + owned, mapped)
+            }
+            Device::Wgpu(gpu) => (gpu.weight_bytes(), 0),
         }
     }
 }

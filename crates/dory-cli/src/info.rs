@@ -36,11 +36,16 @@ pub fn run(a: &Args) -> Result<()> {
         );
     }
     println!("parameters   {} ({:.2} M)", c.parameters(), c.parameters() as f64 / 1e6);
+    let format = match &c.quantization {
+        Some(q) => format!("q8_0 in groups of {}, vectors {:?}", q.group, model.weights.dtype()),
+        None => format!("{:?}", model.weights.dtype()),
+    };
+    let (held, mapped) = device.weight_bytes(&model);
     println!(
-        "weights      {} stored ({:?}), {} as the backend holds them",
+        "weights      {} stored ({format}), {} as the backend holds them ({} of it the file's pages, mapped)",
         mib(model.weights.stored_bytes as u64),
-        model.weights.dtype(),
-        mib(device.weight_bytes(&model) as u64)
+        mib(held as u64),
+        mib(mapped as u64)
     );
     // Both modes, the O(1) one with the settings the session would use.
     let o1 = match a.model.attention(c)? {

@@ -7,6 +7,7 @@ mod generate;
 mod info;
 mod init;
 mod ppl;
+mod quantize;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,8 @@ enum Command {
     Init(init::Args),
     /// Prompt-processing and generation speed, with repetitions.
     Bench(bench::Args),
+    /// Write an 8-bit (q8_0) copy of a model folder (docs/SEMANTICS.md).
+    Quantize(quantize::Args),
     /// Serve the model over HTTP: an OpenAI-compatible API and a web page (docs/SERVER.md).
     Serve(serve::Args),
 }
@@ -57,6 +60,7 @@ fn main() -> std::process::ExitCode {
             Command::Ppl(a) => ppl::run(a),
             Command::Init(a) => init::run(a),
             Command::Bench(a) => bench::run(a),
+            Command::Quantize(a) => quantize::run(a),
             Command::Serve(a) => serve::run(a),
         }
     };

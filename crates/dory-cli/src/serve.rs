@@ -26,10 +26,12 @@ pub fn run(a: &Args) -> Result<()> {
     let attention = a.model.attention(&model.config)?;
     match device {
         Device::Cpu => {
-            // Each CPU session widens its own copy of the weights.
+            // The sessions share the weights held as stored; each holds its own copy of
+            // the rest (what it widens or repacks).
             let n = a.server.parallel;
-            let bytes = (device.weight_bytes(&model) as u64).checked_mul(n as u64);
-            dory::limits::fits(&format!("--parallel {n} (a copy of the weights per worker)"), bytes)?;
+            let (held, shared) = device.weight_bytes(&model);
+            let bytes = ((held - shared) as u64).checked_mul(n as u64);
+            dory::limits::fits(&format!("--parallel {n} (the weights' own copies per worker)"), bytes)?;
             serve(model, &a.server, attention, move |m| dory::cpu::session(m, chunk))
         }
         Device::Wgpu(gpu) => serve(model, &a.server, attention, move |_| dory_wgpu::session(&gpu, chunk)),

@@ -322,3 +322,51 @@ fn logits_that_cannot_be_written_leave_no_partial_file() {
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(left.iter().all(|n| !n.contains("partial")), "{left:?}");
 }
+
+#[test]
+fn quantize_writes_a_model_the_cpu_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let q = dir.path().join("q8").to_str().unwrap().to_string();
+    assert!(ok(&["quantize", "--model", &m, "--out", &q]).starts_with("wrote q8_0"));
+    let info = ok(&["info", "--model", &q, "--backend", "cpu"]);
+    assert!(info.contains("q8_0 in groups of 32"), "{info}");
+    let text = ok(&["generate", "--model", &q, "-n", "4", "-t", "0", "It was"]);
+    assert!(!text.is_empty());
+    let held = |model: &str| {
+        let bench = ok(&[
+            "bench",
+            "--model",
+            model,
+            "--backend",
+            "cpu",
+            "--prompt",
+            "8",
+            "--gen",
+            "2",
+            "--reps",
+            "1",
+            "--json",
+        ]);
+        serde_json::from_str::<serde_json::Value>(&bench).unwrap()["weight_bytes"].as_u64().unwrap()
+    };
+    // int8 and a 2-byte scale per 32 against 4 bytes per weight.
+    assert!((held(&q) as f64) < 0.3 * held(&m) as f64, "{} vs {}", held(&q), held(&m));
+    fails(&["quantize", "--model", &m, "--out", &q, "--format", "q4_0"], "--format must be q8_0");
+    fails(&["quantize", "--model", &q, "--out", &format!("{q}2")], "quantized already");
+    let out = Command::new(env!("CARGO_BIN_EXE_dory"))
+        .args(["info", "--model", &q, "--backend", "cpu"])
+        .env("DORY_CPU_KERNELS", "sse")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DORY_CPU_KERNELS must be auto, avx2 or portable"));
+    let portable = Command::new(env!("CARGO_BIN_EXE_dory"))
+        .args(["generate", "--model", &q, "-n", "4", "-t", "0", "It was"])
+        .env("DORY_CPU_KERNELS", "portable")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&portable.stdout), text, "the same greedy text on the portable kernels");
+    if dory_wgpu::choose(dory_wgpu::Pick::Any).is_some() {
+        fails(&["info", "--model", &q, "--backend", "wgpu"], "not supported by the wgpu backend");
+    }
+}

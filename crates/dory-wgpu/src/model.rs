@@ -134,6 +134,9 @@ fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc
 
 impl GpuModel {
     pub fn new(dev: Arc<GpuDevice>, config: &Config, w: &Weights) -> dory::Result<Arc<GpuModel>> {
+        if config.quantization.is_some() {
+            return Err(gpu_err("q8_0 (8-bit) weights are not supported by the wgpu backend yet; use --backend cpu"));
+        }
         let d = &*dev;
         let layers = (0..config.layers.len())
             .map(|i| {

@@ -1,11 +1,9 @@
-//! `config.json` (spec §2): read by serde, then checked by `validate` against the spec's
-//! rules, each error naming the field and the rule it breaks. Unknown fields are ignored
-//! and null reads as absent (Hugging Face configs carry both).
+//! `config.json` (spec §2): read by serde, then checked by `validate` against the spec's rules, each
+//! error naming the field and the rule it breaks. Unknown fields are ignored and null reads as absent.
 
 use std::path::Path;
 
-use serde::de::{DeserializeOwned, Error as _};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{de::DeserializeOwned, de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
 use serde_path_to_error::Segment;
 
@@ -45,8 +43,7 @@ pub struct O1 {
     pub stride: usize,
     pub rect: bool,
     pub rcond: f64,
-    /// By default sinks + window + stride · landmarks, of the settings given (filled in
-    /// before the section is read: serde's defaults cannot see other fields).
+    /// By default sinks + window + stride · landmarks (filled in before reading: serde's defaults see no other field).
     pub seal_at: usize,
 }
 
@@ -123,6 +120,8 @@ pub struct Config {
     pub o1: Option<O1>,
     #[serde(default, skip_serializing_if = "ExitRule::is_none")]
     pub exit: ExitRule,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<crate::quant::Quantization>,
 }
 
 impl Config {
@@ -176,7 +175,8 @@ impl Config {
         }
         let (threshold, min_passes) = (self.exit.threshold, self.exit.min_passes);
         r.check("exit.threshold", threshold >= 0.0, || format!("must be ≥ 0, got {threshold}"))?;
-        r.at_least("exit.min_passes", min_passes, 1)
+        r.at_least("exit.min_passes", min_passes, 1)?;
+        self.quantization.as_ref().and_then(|q| q.broken(self)).map_or(Ok(()), |(f, rule)| Err(r.fails(f, rule)))
     }
 
     /// Widths of the fused q | k | v | gate projection, of q (and z), of k (and v).

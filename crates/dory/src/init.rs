@@ -62,7 +62,7 @@ pub fn write_weights(
     dtype: DType,
     shards: usize,
 ) -> Result<()> {
-    let encoded: BTreeMap<&String, Vec<u8>> = tensors
+    let encoded = tensors
         .iter()
         .map(|(name, v)| {
             let bytes = match dtype {
@@ -70,15 +70,29 @@ pub fn write_weights(
                 DType::F16 => v.iter().flat_map(|&x| f16::from_f32(x).to_le_bytes()).collect(),
                 DType::BF16 => v.iter().flat_map(|&x| bf16::from_f32(x).to_le_bytes()).collect(),
             };
-            (name, bytes)
+            (name.clone(), (st_dtype(dtype), shapes[name].clone(), bytes))
         })
         .collect();
-    let st_dtype = match dtype {
+    write_safetensors(dir, &encoded, shards)
+}
+
+/// The safetensors name of `dtype`.
+pub fn st_dtype(dtype: DType) -> Dtype {
+    match dtype {
         DType::F32 => Dtype::F32,
         DType::F16 => Dtype::F16,
         DType::BF16 => Dtype::BF16,
-    };
-    let names: Vec<&String> = encoded.keys().copied().collect();
+    }
+}
+
+/// Writes tensors given as (dtype, shape, little-endian bytes) as `model.safetensors`, or
+/// as `shards` hub-style shards with their index when `shards` > 1.
+pub fn write_safetensors(
+    dir: &Path,
+    tensors: &BTreeMap<String, (Dtype, Vec<usize>, Vec<u8>)>,
+    shards: usize,
+) -> Result<()> {
+    let names: Vec<&String> = tensors.keys().collect();
     let shards = shards.clamp(1, names.len());
     let mut weight_map = serde_json::Map::new();
     for s in 0..shards {
@@ -91,8 +105,8 @@ pub fn write_weights(
         let views = part
             .iter()
             .map(|&name| {
-                let view = StView::new(st_dtype, shapes[name].clone(), &encoded[name])
-                    .map_err(|e| invalid!("tensor {name}: {e}"))?;
+                let (dtype, shape, bytes) = &tensors[name];
+                let view = StView::new(*dtype, shape.clone(), bytes).map_err(|e| invalid!("tensor {name}: {e}"))?;
                 weight_map.insert(name.clone(), file.clone().into());
                 Ok((name.as_str(), view))
             })

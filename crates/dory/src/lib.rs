@@ -20,6 +20,7 @@ pub mod model;
 pub mod npy;
 pub mod nystrom;
 pub mod perplexity;
+pub mod quant;
 pub mod rng;
 pub mod rope;
 pub mod sampler;

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use half::{bf16, f16};
 use memmap2::Mmap;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::quant;
 
 /// How a tensor is stored. The engine computes in f32 whatever the storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,16 +119,40 @@ impl Storage {
     }
 }
 
+/// How a tensor is stored: a float type, or the int8 of a quantized matrix (`quant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    Float(DType),
+    I8,
+}
+
 struct Entry {
     file: usize,
-    dtype: DType,
+    stored: Stored,
     shape: Vec<usize>,
     bytes: Range<usize>,
 }
 
+/// A tensor's bytes that outlive a borrow of `Weights`: the mapped file, shared, so that
+/// a backend can hold its matrices as stored without a copy.
+#[derive(Clone)]
+pub struct Shared {
+    pub stored: Stored,
+    pub shape: Vec<usize>,
+    map: Arc<Storage>,
+    range: Range<usize>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
 /// Every tensor of a model, in its mapped files.
 pub struct Weights {
-    maps: Vec<Storage>,
+    maps: Vec<Arc<Storage>>,
     /// The file each map came from, to name it in errors.
     paths: Vec<PathBuf>,
     entries: HashMap<String, Entry>,
@@ -134,7 +160,8 @@ pub struct Weights {
     pub stored_bytes: usize,
 }
 
-/// The tensors a model of `config` must hold, with their shapes (spec §2).
+/// The tensors a model of `config` must hold, with their shapes (spec §2; a quantized
+/// model's scales too, `quant`).
 pub fn expected_tensors(c: &Config) -> Vec<(String, Vec<usize>)> {
     let (d, qd, kd, f) = (c.hidden, c.q_width(), c.kv_width(), c.ffn);
     let mut t = vec![
@@ -160,6 +187,11 @@ pub fn expected_tensors(c: &Config) -> Vec<(String, Vec<usize>)> {
             ("mlp.alpha", vec![d]),
         ];
         t.extend(shapes.into_iter().map(|(n, s)| (format!("layers.{i}.{n}"), s)));
+    }
+    if let Some(q) = &c.quantization {
+        let scales: Vec<_> = t.iter().filter(|(_, s)| quant::is_quantized(s)).collect();
+        let scales = scales.into_iter().map(|(n, s)| (quant::scale_name(n), vec![s[0], s[1] / q.group])).collect();
+        t.extend::<Vec<_>>(scales);
     }
     t
 }
@@ -209,15 +241,16 @@ impl Weights {
                 SafeTensors::read_metadata(&map).map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
             let base = 8 + header;
             for (name, info) in meta.tensors() {
-                let dtype = match info.dtype {
-                    Dtype::F32 => DType::F32,
-                    Dtype::F16 => DType::F16,
-                    Dtype::BF16 => DType::BF16,
+                let stored = match info.dtype {
+                    Dtype::F32 => Stored::Float(DType::F32),
+                    Dtype::F16 => Stored::Float(DType::F16),
+                    Dtype::BF16 => Stored::Float(DType::BF16),
+                    Dtype::I8 => Stored::I8,
                     other => {
                         return Err(Error::Tensor {
                             path: path.clone(),
                             name,
-                            rule: format!("dtype must be F32, F16 or BF16, got {other:?}"),
+                            rule: format!("dtype must be F32, F16 or BF16 (or I8 in a quantized model), got {other:?}"),
                         })
                     }
                 };
@@ -232,12 +265,12 @@ impl Weights {
                 }
                 let (s, e) = info.data_offsets;
                 stored_bytes += e - s;
-                let entry = Entry { file, dtype, shape: info.shape.clone(), bytes: base + s..base + e };
+                let entry = Entry { file, stored, shape: info.shape.clone(), bytes: base + s..base + e };
                 if entries.insert(name.clone(), entry).is_some() {
                     return Err(Error::Tensor { path: path.clone(), name, rule: "appears in two shards".into() });
                 }
             }
-            maps.push(map);
+            maps.push(Arc::new(map));
         }
         if let Some((index_path, map, _)) = index {
             if let Some(name) = map.keys().find(|n| !entries.contains_key(*n)) {
@@ -269,6 +302,9 @@ impl Weights {
                     rule: format!("shape must be {shape:?}, got {:?}", e.shape),
                 });
             }
+            if let Some(rule) = dtype_rule(e.stored, quant::stored_as(config, name, shape)) {
+                return Err(Error::Tensor { path: path_of(name), name: name.clone(), rule });
+            }
         }
         if self.entries.len() != expected.len() {
             let known: std::collections::HashSet<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
@@ -282,8 +318,9 @@ impl Weights {
         }
         // Finite values: one pass over every byte, in parallel across tensors.
         let bad = expected.par_iter().find_map_any(|(name, _)| {
-            let t = self.get(name);
-            let finite = t.bytes.par_chunks(1 << 18).all(|b| all_finite(t.dtype, b));
+            let t = self.share(name);
+            let Stored::Float(dtype) = t.stored else { return None };
+            let finite = t.par_chunks(1 << 18).all(|b| all_finite(dtype, b));
             (!finite).then(|| name.clone())
         });
         if let Some(name) = bad {
@@ -294,14 +331,38 @@ impl Weights {
 
     /// A checked tensor. Panics on a name that `expected_tensors` does not list, which
     /// is a bug in the engine, never bad input: `load` has checked them all.
+    /// The same for a float tensor (every tensor of a model that is not quantized).
     pub fn get(&self, name: &str) -> TensorView<'_> {
         let e = self.entries.get(name).unwrap_or_else(|| panic!("no tensor {name}"));
-        TensorView { dtype: e.dtype, shape: &e.shape, bytes: &self.maps[e.file][e.bytes.clone()] }
+        let Stored::Float(dtype) = e.stored else { panic!("{name} is quantized") };
+        TensorView { dtype, shape: &e.shape, bytes: &self.maps[e.file][e.bytes.clone()] }
     }
 
-    /// The dtype most tensors are stored in (they may differ; all are widened to f32).
+    /// A checked tensor's bytes, held with the mapped file (see `get` for the names).
+    pub fn share(&self, name: &str) -> Shared {
+        let e = self.entries.get(name).unwrap_or_else(|| panic!("no tensor {name}"));
+        Shared { stored: e.stored, shape: e.shape.clone(), map: self.maps[e.file].clone(), range: e.bytes.clone() }
+    }
+
+    /// The dtype most float tensors are stored in (they may differ; the vectors of a
+    /// quantized model keep a float dtype).
     pub fn dtype(&self) -> DType {
-        self.get("embed").dtype
+        self.get("head_scale").dtype
+    }
+}
+
+/// What is wrong with a tensor stored as `got` where `want` (None: any float type) is due.
+fn dtype_rule(got: Stored, want: Option<Stored>) -> Option<String> {
+    let name = |s: Stored| match s {
+        Stored::Float(d) => format!("{d:?}").to_uppercase(),
+        Stored::I8 => "I8".into(),
+    };
+    match want {
+        None if got == Stored::I8 => {
+            Some("dtype must be F32, F16 or BF16 (I8 only in a quantized model), got I8".into())
+        }
+        Some(want) if want != got => Some(format!("dtype must be {} in a q8_0 model, got {}", name(want), name(got))),
+        _ => None,
     }
 }
 

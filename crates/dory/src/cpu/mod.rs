@@ -2,13 +2,17 @@
 //! (projections through a GEMM crate and rayon; attention parallel over rows and KV
 //! heads).
 
+mod isa;
 mod kernels;
+mod matrix;
 mod o1;
 
 use rayon::prelude::*;
 
-pub use kernels::{dot, matmul};
+pub use isa::Isa;
+pub use kernels::dot;
 use kernels::{inv_norm, normalize, sigmoid};
+use matrix::Stacked;
 
 use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
@@ -17,12 +21,13 @@ use crate::error::Result;
 use crate::nystrom::{Exported, Landmarks};
 use crate::weights::Weights;
 
-/// One layer's weights, widened to f32, the projections that share an input fused.
+/// One layer's weights: the matrices as stored (the projections that share an input
+/// stacked), the vectors widened to f32.
 struct LayerWeights {
-    qkvg: Vec<f32>,           // [H·d + K·d + K·d + H·d, D]
-    out: Vec<f32>,            // [D, H·d]
-    gate_up: Vec<f32>,        // [2F, D]
-    down: Vec<f32>,           // [D, F]
+    qkvg: Stacked,            // [H·d + K·d + K·d + H·d, D]
+    out: Stacked,             // [D, H·d]
+    gate_up: Stacked,         // [2F, D]
+    down: Stacked,            // [D, F]
     q_scale: Vec<f32>,        // [H·d]
     gate_scale: Vec<f32>,     // [H·d]
     attn_alpha: Vec<f32>,     // [D]
@@ -31,10 +36,22 @@ struct LayerWeights {
     mlp_alpha: Vec<f32>,      // [D]
 }
 
+impl LayerWeights {
+    fn matrices(&self) -> [&Stacked; 4] {
+        [&self.qkvg, &self.out, &self.gate_up, &self.down]
+    }
+
+    fn vector_floats(&self) -> usize {
+        2 * self.q_scale.len() + 2 * self.mlp_up_scale.len() + 2 * self.mlp_alpha.len()
+    }
+}
+
 pub struct Cpu {
     c: Config,
-    embed: Vec<f32>,      // [V, D]
-    head: Vec<f32>,       // [V, D]
+    /// The kernels' instruction set, chosen once.
+    isa: Isa,
+    embed: Stacked,       // [V, D]
+    head: Stacked,        // [V, D]
     head_scale: Vec<f32>, // [V]
     layers: Vec<LayerWeights>,
 }
@@ -63,16 +80,24 @@ impl CpuCache {
 }
 
 impl Cpu {
+    /// The backend with the kernels the environment chooses (`Isa::detect`).
     pub fn new(config: &Config, w: &Weights) -> Cpu {
+        Cpu::with_kernels(config, w, Isa::detect())
+    }
+
+    /// The backend on the kernels of `isa` (which this CPU must have: `Isa::available`).
+    pub fn with_kernels(config: &Config, w: &Weights, isa: Isa) -> Cpu {
         let f = |name: &str| w.get(name).to_f32();
+        let m = |names: &[String]| Stacked::load(w, names);
         let layers = (0..config.layers.len())
             .map(|i| {
-                let t = |n: &str| f(&format!("layers.{i}.{n}"));
+                let n = |n: &str| format!("layers.{i}.{n}");
+                let t = |name: &str| f(&n(name));
                 LayerWeights {
-                    qkvg: [t("attn.q"), t("attn.k"), t("attn.v"), t("attn.gate")].concat(),
-                    out: t("attn.out"),
-                    gate_up: [t("mlp.gate"), t("mlp.up")].concat(),
-                    down: t("mlp.down"),
+                    qkvg: m(&[n("attn.q"), n("attn.k"), n("attn.v"), n("attn.gate")]),
+                    out: m(&[n("attn.out")]),
+                    gate_up: m(&[n("mlp.gate"), n("mlp.up")]),
+                    down: m(&[n("mlp.down")]),
                     q_scale: t("attn.q_scale"),
                     gate_scale: t("attn.gate_scale"),
                     attn_alpha: t("attn.alpha"),
@@ -82,31 +107,22 @@ impl Cpu {
                 }
             })
             .collect();
-        Cpu { c: config.clone(), embed: f("embed"), head: f("head"), head_scale: f("head_scale"), layers }
+        let (embed, head) = (m(&["embed".into()]), m(&["head".into()]));
+        Cpu { c: config.clone(), isa, embed, head, head_scale: f("head_scale"), layers }
     }
 
-    /// Bytes of weights this backend holds.
-    pub fn weight_bytes(&self) -> usize {
-        let l: usize = self
-            .layers
-            .iter()
-            .map(|l| {
-                l.qkvg.len()
-                    + l.out.len()
-                    + l.gate_up.len()
-                    + l.down.len()
-                    + 2 * l.q_scale.len()
-                    + 2 * l.mlp_up_scale.len()
-                    + 2 * l.mlp_alpha.len()
-            })
-            .sum();
-        4 * (l + self.embed.len() + self.head.len() + self.head_scale.len())
+    /// Bytes of weights this backend holds: (mapped from the model's files, owned).
+    pub fn weight_bytes(&self) -> (usize, usize) {
+        let matrices = self.layers.iter().flat_map(|l| l.matrices()).chain([&self.embed, &self.head]);
+        let (mapped, owned) = matrices.map(Stacked::bytes).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let vectors: usize = self.layers.iter().map(LayerWeights::vector_floats).sum::<usize>() + self.head_scale.len();
+        (mapped, owned + 4 * vectors)
     }
 }
 
-/// A session on `model` with the CPU backend.
+/// A session on `model` with the CPU backend, on the kernels `DORY_CPU_KERNELS` names.
 pub fn session(model: &crate::Model, chunk: usize) -> Result<crate::Session<Cpu>> {
-    let backend = Cpu::new(&model.config, &model.weights);
+    let backend = Cpu::with_kernels(&model.config, &model.weights, Isa::from_env()?);
     Ok(crate::Session::new(crate::Forward::new(backend, &model.config, chunk)?))
 }
 
@@ -119,8 +135,10 @@ pub(crate) struct KvHead<'a> {
 }
 
 /// The attention of the four query heads of one KV head of one row over the keys in
-/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d].
+/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d]. Each key and value is
+/// read once for the four heads; `scores` holds [slots, 4].
 fn attend_group(
+    isa: Isa,
     z4: &mut [f32],
     q4: &[f32],
     kv: &KvHead,
@@ -130,21 +148,25 @@ fn attend_group(
 ) {
     let (k, v, stride, off) = (kv.k, kv.v, kv.stride, kv.offset);
     let d = z4.len() / GROUP;
-    for (zh, qh) in z4.chunks_exact_mut(d).zip(q4.chunks_exact(d)) {
-        scores.clear();
-        scores.extend(slots.clone().map(|s| scale * dot(qh, &k[s * stride + off..][..d])));
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-        let mut sum = 0.0f32;
-        for x in scores.iter_mut() {
-            *x = (*x - max).exp();
-            sum += *x;
+    scores.clear();
+    scores.extend(slots.clone().flat_map(|s| isa::dot4(isa, q4, &k[s * stride + off..][..d]).map(|x| scale * x)));
+    let mut max = [f32::NEG_INFINITY; GROUP];
+    for row in scores.chunks_exact(GROUP) {
+        max.iter_mut().zip(row).for_each(|(m, &x)| *m = m.max(x));
+    }
+    let mut sum = [0.0f32; GROUP];
+    for row in scores.chunks_exact_mut(GROUP) {
+        for ((x, m), s) in row.iter_mut().zip(&max).zip(&mut sum) {
+            *x = (*x - m).exp();
+            *s += *x;
         }
-        zh.fill(0.0);
-        for (w, s) in scores.iter().zip(slots.clone()) {
-            let vj = &v[s * stride + off..][..d];
-            zh.iter_mut().zip(vj).for_each(|(z, &x)| *z += w * x);
-        }
-        let inv = 1.0 / sum;
+    }
+    z4.fill(0.0);
+    for (w, s) in scores.chunks_exact(GROUP).zip(slots) {
+        isa::axpy4(isa, z4, w, &v[s * stride + off..][..d]);
+    }
+    for (zh, s) in z4.chunks_exact_mut(d).zip(sum) {
+        let inv = 1.0 / s;
         zh.iter_mut().for_each(|z| *z *= inv);
     }
 }
@@ -206,7 +228,7 @@ impl Cpu {
                 (Keys::Sealed(near), Some(lm)) => {
                     o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
                 }
-                _ => attend_group(z4, q4, &kv, slots, scale, scores),
+                _ => attend_group(self.isa, z4, q4, &kv, slots, scale, scores),
             }
             // The gate: z ⊙ σ(yg ⊙ gate_scale).
             let g = &qkvg[r * width + qd + 2 * kd + kh * GROUP * d..][..GROUP * d];
@@ -223,7 +245,7 @@ impl Backend for Cpu {
     type Cache = CpuCache;
 
     fn name(&self) -> String {
-        format!("cpu ({} threads)", rayon::current_num_threads())
+        format!("cpu ({} threads, {:?} kernels)", rayon::current_num_threads(), self.isa)
     }
 
     fn alloc(&mut self, len: usize) -> Result<Vec<f32>> {
@@ -255,7 +277,7 @@ impl Backend for Cpu {
     fn embed(&mut self, x: &mut Vec<f32>, ids: &[u32]) {
         let d = self.c.hidden;
         for (row, &id) in x.chunks_exact_mut(d).zip(ids) {
-            row.copy_from_slice(&self.embed[id as usize * d..][..d]);
+            self.embed.widen_row(self.isa, id as usize, row);
         }
     }
 
@@ -289,14 +311,13 @@ impl Backend for Cpu {
     }
 
     fn project(&mut self, out: &mut Vec<f32>, mat: Mat, x: &Vec<f32>, rows: usize) {
-        let c = &self.c;
-        let (w, k, n) = match mat {
-            Mat::Qkvg(i) => (&self.layers[i].qkvg, c.hidden, c.qkvg_width()),
-            Mat::Out(i) => (&self.layers[i].out, c.q_width(), c.hidden),
-            Mat::GateUp(i) => (&self.layers[i].gate_up, c.hidden, 2 * c.ffn),
-            Mat::Down(i) => (&self.layers[i].down, c.ffn, c.hidden),
+        let w = match mat {
+            Mat::Qkvg(i) => &self.layers[i].qkvg,
+            Mat::Out(i) => &self.layers[i].out,
+            Mat::GateUp(i) => &self.layers[i].gate_up,
+            Mat::Down(i) => &self.layers[i].down,
         };
-        matmul(out, x, w, rows, k, n);
+        matrix::matmul(self.isa, out, x, w, rows);
     }
 
     fn attend(
@@ -379,7 +400,7 @@ impl Backend for Cpu {
 
     fn logits(&mut self, out: &mut Vec<f32>, h: &Vec<f32>, first: usize, rows: usize) {
         let (d, v) = (self.c.hidden, self.c.vocab_size);
-        matmul(out, &h[first * d..], &self.head, rows, d, v);
+        matrix::matmul(self.isa, out, &h[first * d..], &self.head, rows);
         for row in out[..rows * v].chunks_exact_mut(v) {
             row.iter_mut().zip(&self.head_scale).for_each(|(x, s)| *x *= s);
         }

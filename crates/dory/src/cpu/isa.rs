@@ -1,0 +1,530 @@
+//! The projection kernels for each instruction set: rows of a matrix as stored (f32, f16,
+//! bf16 or q8_0) against an f32 vector, widened in registers and accumulated in f32 (spec
+//! §8: the activations are never rounded to the weights' format). Chosen once at start
+//! (`Isa::detect`); `DORY_CPU_KERNELS=portable` forces the portable code, so that a machine
+//! with AVX2 tests it too.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use half::f16;
+
+use crate::error::{invalid, Result};
+use crate::quant::Q8_0_GROUP as GROUP;
+
+/// An instruction set the kernels are written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// x86-64 with AVX2, FMA and F16C (every x86-64 CPU since 2013–2015).
+    Avx2,
+    /// Plain Rust, eight lanes the compiler may vectorize: any CPU.
+    Portable,
+}
+
+impl Isa {
+    /// The best set this CPU has.
+    pub fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") && has!("f16c") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Portable
+    }
+
+    /// The set `DORY_CPU_KERNELS` names (`auto`, the default, is the best one).
+    pub fn from_env() -> Result<Isa> {
+        Isa::parse(std::env::var("DORY_CPU_KERNELS").ok().as_deref())
+    }
+
+    fn parse(value: Option<&str>) -> Result<Isa> {
+        match value.unwrap_or("auto") {
+            "auto" | "" => Ok(Isa::best()),
+            "portable" => Ok(Isa::Portable),
+            "avx2" if Isa::best() == Isa::Avx2 => Ok(Isa::Avx2),
+            "avx2" => Err(invalid!("DORY_CPU_KERNELS=avx2, but this CPU lacks AVX2, FMA or F16C")),
+            other => Err(invalid!("DORY_CPU_KERNELS must be auto, avx2 or portable, got {other:?}")),
+        }
+    }
+
+    /// The environment's choice, read once (`cpu::session` reports a bad value; here it
+    /// falls back to the best set).
+    pub fn detect() -> Isa {
+        static ISA: OnceLock<Isa> = OnceLock::new();
+        *ISA.get_or_init(|| Isa::from_env().unwrap_or_else(|_| Isa::best()))
+    }
+
+    /// Every set this CPU can run, for tests.
+    pub fn available() -> Vec<Isa> {
+        if Isa::best() == Isa::Avx2 {
+            vec![Isa::Avx2, Isa::Portable]
+        } else {
+            vec![Isa::Portable]
+        }
+    }
+}
+
+/// Rows of a row-major [n, k] matrix as stored: f16 and bf16 as their bits; q8_0 as the
+/// int8 values and the f16 bits of one scale per 32 inputs ([n, k/32]).
+#[derive(Clone, Copy, Debug)]
+pub enum Rows<'a> {
+    F32(&'a [f32]),
+    F16(&'a [u16]),
+    Bf16(&'a [u16]),
+    Q8(&'a [i8], &'a [u16]),
+}
+
+impl<'a> Rows<'a> {
+    /// Rows `r` of the matrix, `k` inputs wide.
+    pub fn slice(self, r: Range<usize>, k: usize) -> Rows<'a> {
+        let e = r.start * k..r.end * k;
+        match self {
+            Rows::F32(w) => Rows::F32(&w[e]),
+            Rows::F16(w) => Rows::F16(&w[e]),
+            Rows::Bf16(w) => Rows::Bf16(&w[e]),
+            Rows::Q8(q, s) => Rows::Q8(&q[e], &s[r.start * k / GROUP..r.end * k / GROUP]),
+        }
+    }
+
+    /// Elements held (rows · k).
+    pub(super) fn len(self) -> usize {
+        match self {
+            Rows::F32(w) => w.len(),
+            Rows::F16(w) | Rows::Bf16(w) => w.len(),
+            Rows::Q8(q, _) => q.len(),
+        }
+    }
+}
+
+/// out[j] ← Σ_i w[j, i] x[i] for every row j of `w` (k = x.len()).
+pub fn gemv(isa: Isa, out: &mut [f32], w: Rows, x: &[f32]) {
+    let k = x.len();
+    debug_assert_eq!(w.len(), out.len() * k);
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: `Isa::Avx2` is only chosen (`best`, `parse`) when the CPU has AVX2, FMA
+        // and F16C; the slices hold out.len() rows of k inputs (asserted by the callers'
+        // shapes, and every load below stays inside them).
+        unsafe { x86::gemv(out, w, x) };
+        return;
+    }
+    let _ = isa;
+    portable::gemv(out, w, x);
+}
+
+/// Σ a_i b_i (over the shorter of the two).
+#[inline]
+pub fn dot(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; both slices hold n elements.
+        return unsafe { x86::dot(&a[..n], &b[..n]) };
+    }
+    let _ = isa;
+    portable::dot(&b[..n], |i| a[i])
+}
+
+/// [q_h · k for h < 4]: the four query heads q4 = [4, d] of one KV head against one key
+/// k = [d] (each key is loaded once for the four).
+#[inline]
+pub fn dot4(isa: Isa, q4: &[f32], k: &[f32]) -> [f32; 4] {
+    let d = k.len();
+    assert_eq!(q4.len(), 4 * d, "four query heads of the key's width");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; q4 holds 4·d elements and k d (asserted).
+        return unsafe { x86::dot4(q4, k) };
+    }
+    let _ = isa;
+    [0, 1, 2, 3].map(|h| portable::dot(k, |i| q4[h * d + i]))
+}
+
+/// z4[h] += w[h] · v for the four heads z4 = [4, d] of one KV head and one value v = [d].
+#[inline]
+pub fn axpy4(isa: Isa, z4: &mut [f32], w: &[f32], v: &[f32]) {
+    let d = v.len();
+    assert!(z4.len() == 4 * d && w.len() == 4, "four heads of the value's width");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; z4 holds 4·d elements, v d and w 4 (asserted).
+        return unsafe { x86::axpy4(z4, w, v) };
+    }
+    let _ = isa;
+    for (zh, &w) in z4.chunks_exact_mut(d).zip(w) {
+        zh.iter_mut().zip(v).for_each(|(z, &x)| *z += w * x);
+    }
+}
+
+/// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
+pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
+    debug_assert_eq!(out.len(), w.len());
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; out and w hold the same number of elements.
+        unsafe { x86::widen(out, w) };
+        return;
+    }
+    let _ = isa;
+    portable::widen(out, w);
+}
+
+#[inline]
+fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+#[inline]
+fn f16_to_f32(b: u16) -> f32 {
+    f16::from_bits(b).to_f32()
+}
+
+mod portable {
+    use super::*;
+
+    /// Σ w_i x_i over eight lanes, each w_i widened by `get`.
+    #[inline]
+    pub fn dot(x: &[f32], get: impl Fn(usize) -> f32) -> f32 {
+        let mut acc = [0.0f32; 8];
+        let n8 = x.len() / 8 * 8;
+        for (c, xc) in x[..n8].chunks_exact(8).enumerate() {
+            for l in 0..8 {
+                acc[l] += get(8 * c + l) * xc[l];
+            }
+        }
+        let tail: f32 = (n8..x.len()).map(|i| get(i) * x[i]).sum();
+        acc.iter().sum::<f32>() + tail
+    }
+
+    pub fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
+        let k = x.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = match w {
+                Rows::F32(w) => dot(x, |i| w[j * k + i]),
+                Rows::F16(w) => dot(x, |i| f16_to_f32(w[j * k + i])),
+                Rows::Bf16(w) => dot(x, |i| bf16_to_f32(w[j * k + i])),
+                Rows::Q8(q, s) => {
+                    let groups = x.chunks_exact(GROUP).enumerate();
+                    groups
+                        .map(|(g, xg)| f16_to_f32(s[j * k / GROUP + g]) * dot(xg, |i| q[j * k + g * GROUP + i] as f32))
+                        .sum()
+                }
+            };
+        }
+    }
+
+    pub fn widen(out: &mut [f32], w: Rows) {
+        match w {
+            Rows::F32(w) => out.copy_from_slice(w),
+            Rows::F16(w) => out.iter_mut().zip(w).for_each(|(o, &b)| *o = f16_to_f32(b)),
+            Rows::Bf16(w) => out.iter_mut().zip(w).for_each(|(o, &b)| *o = bf16_to_f32(b)),
+            Rows::Q8(q, s) => {
+                for ((o, q), &s) in out.chunks_exact_mut(GROUP).zip(q.chunks_exact(GROUP)).zip(s) {
+                    let s = f16_to_f32(s);
+                    o.iter_mut().zip(q).for_each(|(o, &q)| *o = s * q as f32);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{bf16_to_f32, f16_to_f32, Rows, GROUP};
+
+    /// Eight f32 from eight stored elements at `p` (any alignment).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_f32(p: *const f32) -> __m256 {
+        _mm256_loadu_ps(p)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_f16(p: *const u16) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+
+    /// bf16 is the top half of an f32: zero-extend and shift.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_bf16(p: *const u16) -> __m256 {
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i))))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_i8(p: *const i8) -> __m256 {
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p as *const __m128i)))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn sum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    }
+
+    /// `dot!(load, scalar, w, x)`: Σ w_i x_i for a row `w` of pointers' element type,
+    /// four accumulators of eight lanes (to hide the FMA latency), then a scalar tail.
+    macro_rules! dot {
+        ($load:ident, $scalar:expr, $w:expr, $x:expr) => {{
+            let (w, x) = ($w, $x);
+            let n = x.len();
+            let (pw, px) = (w.as_ptr(), x.as_ptr());
+            let mut acc = [_mm256_setzero_ps(); 4];
+            let mut i = 0;
+            while i + 32 <= n {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps($load(pw.add(i + 8 * j)), _mm256_loadu_ps(px.add(i + 8 * j)), *a);
+                }
+                i += 32;
+            }
+            while i + 8 <= n {
+                acc[0] = _mm256_fmadd_ps($load(pw.add(i)), _mm256_loadu_ps(px.add(i)), acc[0]);
+                i += 8;
+            }
+            let mut total = sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+            while i < n {
+                total += $scalar(*pw.add(i)) * *px.add(i);
+                i += 1;
+            }
+            total
+        }};
+    }
+
+    /// Σ_g scale_g Σ_{i in g} q_i x_i over the groups of 32 of one q8_0 row.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot_q8(q: &[i8], s: &[u16], x: &[f32]) -> f32 {
+        let (pq, px) = (q.as_ptr(), x.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 2];
+        for (g, &scale) in s.iter().enumerate() {
+            let i = g * GROUP;
+            let lo = _mm256_fmadd_ps(load_i8(pq.add(i)), _mm256_loadu_ps(px.add(i)), _mm256_setzero_ps());
+            let lo = _mm256_fmadd_ps(load_i8(pq.add(i + 8)), _mm256_loadu_ps(px.add(i + 8)), lo);
+            let hi = _mm256_mul_ps(load_i8(pq.add(i + 16)), _mm256_loadu_ps(px.add(i + 16)));
+            let hi = _mm256_fmadd_ps(load_i8(pq.add(i + 24)), _mm256_loadu_ps(px.add(i + 24)), hi);
+            let scale = _mm256_cvtph_ps(_mm_set1_epi16(scale as i16));
+            acc[g % 2] = _mm256_fmadd_ps(_mm256_add_ps(lo, hi), scale, acc[g % 2]);
+        }
+        sum(_mm256_add_ps(acc[0], acc[1]))
+    }
+
+    /// See `super::dot`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+        dot!(load_f32, |v: f32| v, a, b)
+    }
+
+    /// See `super::dot4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot4(q4: &[f32], k: &[f32]) -> [f32; 4] {
+        let d = k.len();
+        let (pq, pk) = (q4.as_ptr(), k.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 8 <= d {
+            let kv = _mm256_loadu_ps(pk.add(i));
+            for (h, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(h * d + i)), kv, *a);
+            }
+            i += 8;
+        }
+        let mut out = [0.0f32; 4];
+        for h in 0..4 {
+            out[h] = sum(acc[h]) + (i..d).map(|j| q4[h * d + j] * k[j]).sum::<f32>();
+        }
+        out
+    }
+
+    /// See `super::axpy4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn axpy4(z4: &mut [f32], w: &[f32], v: &[f32]) {
+        let d = v.len();
+        let (pz, pv) = (z4.as_mut_ptr(), v.as_ptr());
+        let d8 = d / 8 * 8;
+        for (h, &wh) in w.iter().enumerate() {
+            let wv = _mm256_set1_ps(wh);
+            for i in (0..d8).step_by(8) {
+                let z = pz.add(h * d + i);
+                _mm256_storeu_ps(z, _mm256_fmadd_ps(wv, _mm256_loadu_ps(pv.add(i)), _mm256_loadu_ps(z)));
+            }
+            for (i, &x) in v.iter().enumerate().skip(d8) {
+                *pz.add(h * d + i) += wh * x;
+            }
+        }
+    }
+
+    /// See `super::gemv`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
+        let k = x.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            let r = j * k..(j + 1) * k;
+            *o = match w {
+                Rows::F32(w) => dot(&w[r], x),
+                Rows::F16(w) => dot!(load_f16, f16_to_f32, &w[r], x),
+                Rows::Bf16(w) => dot!(load_bf16, bf16_to_f32, &w[r], x),
+                Rows::Q8(q, s) => dot_q8(&q[r], &s[j * k / GROUP..(j + 1) * k / GROUP], x),
+            };
+        }
+    }
+
+    /// See `super::widen`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn widen(out: &mut [f32], w: Rows) {
+        let n = out.len();
+        let po = out.as_mut_ptr();
+        let n8 = n / 8 * 8;
+        match w {
+            Rows::F32(w) => out.copy_from_slice(w),
+            Rows::F16(w) => {
+                for i in (0..n8).step_by(8) {
+                    _mm256_storeu_ps(po.add(i), load_f16(w.as_ptr().add(i)));
+                }
+                (n8..n).for_each(|i| out[i] = f16_to_f32(w[i]));
+            }
+            Rows::Bf16(w) => {
+                for i in (0..n8).step_by(8) {
+                    _mm256_storeu_ps(po.add(i), load_bf16(w.as_ptr().add(i)));
+                }
+                (n8..n).for_each(|i| out[i] = bf16_to_f32(w[i]));
+            }
+            Rows::Q8(q, s) => {
+                for (g, &scale) in s.iter().enumerate() {
+                    let scale = _mm256_cvtph_ps(_mm_set1_epi16(scale as i16));
+                    for i in (g * GROUP..(g + 1) * GROUP).step_by(8) {
+                        _mm256_storeu_ps(po.add(i), _mm256_mul_ps(load_i8(q.as_ptr().add(i)), scale));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{rand_vec, rel_err};
+
+    /// A random [n, k] matrix in every storage, and its exact f64 values.
+    fn matrices(n: usize, k: usize, seed: u64) -> Vec<(&'static str, Vec<f64>, Store)> {
+        let w = rand_vec(n * k, seed);
+        let f16s: Vec<u16> = w.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
+        let bf16s: Vec<u16> = w.iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect();
+        let mut out = vec![
+            ("f32", w.iter().map(|&v| v as f64).collect(), Store::F32(w.clone())),
+            ("f16", f16s.iter().map(|&b| f16_to_f32(b) as f64).collect(), Store::F16(f16s)),
+            ("bf16", bf16s.iter().map(|&b| bf16_to_f32(b) as f64).collect(), Store::Bf16(bf16s)),
+        ];
+        if k % GROUP == 0 {
+            let (q, s) = crate::quant::quantize_q8_0(&w, k).unwrap();
+            let exact = q.iter().enumerate().map(|(i, &v)| s[i / GROUP].to_f64() * v as f64).collect();
+            out.push(("q8_0", exact, Store::Q8(q, s.iter().map(|s| s.to_bits()).collect())));
+        }
+        out
+    }
+
+    enum Store {
+        F32(Vec<f32>),
+        F16(Vec<u16>),
+        Bf16(Vec<u16>),
+        Q8(Vec<i8>, Vec<u16>),
+    }
+
+    impl Store {
+        fn rows(&self) -> Rows<'_> {
+            match self {
+                Store::F32(w) => Rows::F32(w),
+                Store::F16(w) => Rows::F16(w),
+                Store::Bf16(w) => Rows::Bf16(w),
+                Store::Q8(q, s) => Rows::Q8(q, s),
+            }
+        }
+    }
+
+    const SHAPES: [(usize, usize); 7] = [(1, 1), (3, 7), (5, 33), (33, 64), (17, 96), (9, 1757), (130, 384)];
+
+    #[test]
+    fn gemv_matches_the_formula_in_every_storage_and_isa() {
+        for isa in Isa::available() {
+            for (s, &(n, k)) in SHAPES.iter().enumerate() {
+                let x = rand_vec(k, 100 + s as u64);
+                for (name, exact, store) in matrices(n, k, s as u64) {
+                    let want: Vec<f64> =
+                        exact.chunks_exact(k).map(|r| r.iter().zip(&x).map(|(w, &x)| w * x as f64).sum()).collect();
+                    let mut out = vec![f32::NAN; n];
+                    gemv(isa, &mut out, store.rows(), &x);
+                    let e = rel_err(&out, &want);
+                    assert!(e < 1e-5, "{isa:?} {name} {n}×{k}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn widening_is_exact_in_every_storage_and_isa() {
+        for isa in Isa::available() {
+            for (s, &(n, k)) in SHAPES.iter().enumerate() {
+                for (name, exact, store) in matrices(n, k, s as u64) {
+                    let mut out = vec![f32::NAN; n * k];
+                    widen(isa, &mut out, store.rows().slice(0..n, k));
+                    let exact: Vec<f32> = exact.iter().map(|&v| v as f32).collect();
+                    assert_eq!(out, exact, "{isa:?} {name} {n}×{k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dot_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for n in [0, 1, 7, 8, 31, 32, 33, 100, 1757] {
+                let (a, b) = (rand_vec(n, 1), rand_vec(n + 3, 2));
+                let want: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+                assert!((dot(isa, &a, &b) as f64 - want).abs() < 1e-4, "{isa:?} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn dot4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for d in [1, 8, 13, 48, 256] {
+                let (q4, k) = (rand_vec(4 * d, 3), rand_vec(d, 4));
+                let got = dot4(isa, &q4, &k);
+                for h in 0..4 {
+                    let want: f64 = (0..d).map(|i| q4[h * d + i] as f64 * k[i] as f64).sum();
+                    assert!((got[h] as f64 - want).abs() < 1e-5, "{isa:?} d {d} head {h}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn axpy4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for d in [1, 8, 13, 48, 256] {
+                let (z0, w, v) = (rand_vec(4 * d, 5), rand_vec(4, 6), rand_vec(d, 7));
+                let mut z = z0.clone();
+                axpy4(isa, &mut z, &w, &v);
+                let want: Vec<f64> = (0..4 * d).map(|i| z0[i] as f64 + w[i / d] as f64 * v[i % d] as f64).collect();
+                assert!(rel_err(&z, &want) < 1e-6, "{isa:?} d {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_environment_picks_the_kernels() {
+        assert_eq!(Isa::parse(Some("portable")).unwrap(), Isa::Portable);
+        assert_eq!(Isa::parse(None).unwrap(), Isa::best());
+        let e = Isa::parse(Some("neon")).unwrap_err().to_string();
+        assert!(e.contains("DORY_CPU_KERNELS") && e.contains("\"neon\""), "{e}");
+    }
+}

@@ -1,0 +1,357 @@
+//! The CPU's matrices as stored (f32, f16, bf16 or q8_0), borrowed from the mapped
+//! safetensors file where its layout allows (aligned, little-endian host), owned
+//! otherwise; and the projection `out ← x · Wᵀ` over them: a GEMV per row for decoding,
+//! for a prompt a GEMM over f32 panels of a few hundred rows of W widened on the fly
+//! (never a widened copy of a whole matrix).
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::isa::{self, Isa, Rows};
+use crate::quant::scale_name;
+use crate::weights::{DType, Shared, Stored, Weights};
+
+/// An element type read from little-endian bytes.
+trait Elem: bytemuck::Pod {
+    fn from_le(b: &[u8]) -> Self;
+}
+
+impl Elem for f32 {
+    fn from_le(b: &[u8]) -> f32 {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl Elem for u16 {
+    fn from_le(b: &[u8]) -> u16 {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+}
+
+impl Elem for i8 {
+    fn from_le(b: &[u8]) -> i8 {
+        b[0] as i8
+    }
+}
+
+/// A tensor's elements: the mapped bytes themselves, or a copy where they cannot be
+/// read in place (misaligned, or a big-endian host).
+enum Data<T> {
+    Mapped(Shared),
+    Owned(Vec<T>),
+}
+
+impl<T: Elem> Data<T> {
+    fn new(s: Shared) -> Data<T> {
+        if cfg!(target_endian = "little") && bytemuck::try_cast_slice::<u8, T>(&s).is_ok() {
+            Data::Mapped(s)
+        } else {
+            Data::Owned(s.chunks_exact(size_of::<T>()).map(T::from_le).collect())
+        }
+    }
+
+    fn get(&self) -> &[T] {
+        match self {
+            Data::Mapped(s) => bytemuck::cast_slice(s),
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+enum Store {
+    F32(Data<f32>),
+    F16(Data<u16>),
+    Bf16(Data<u16>),
+    /// int8 values [n, k] and f16 scales [n, k/32].
+    Q8(Data<i8>, Data<u16>),
+}
+
+/// One [n, k] matrix of the model, as stored.
+pub struct Matrix {
+    pub n: usize,
+    pub k: usize,
+    store: Store,
+}
+
+impl Matrix {
+    /// The checked tensor `name` ([n, k]), with its scales when it is quantized.
+    pub fn load(w: &Weights, name: &str) -> Matrix {
+        let s = w.share(name);
+        let (n, k) = (s.shape[0], s.shape[1]);
+        let store = match s.stored {
+            Stored::Float(DType::F32) => Store::F32(Data::new(s)),
+            Stored::Float(DType::F16) => Store::F16(Data::new(s)),
+            Stored::Float(DType::BF16) => Store::Bf16(Data::new(s)),
+            Stored::I8 => Store::Q8(Data::new(s), Data::new(w.share(&scale_name(name)))),
+        };
+        Matrix { n, k, store }
+    }
+
+    pub fn rows(&self) -> Rows<'_> {
+        match &self.store {
+            Store::F32(d) => Rows::F32(d.get()),
+            Store::F16(d) => Rows::F16(d.get()),
+            Store::Bf16(d) => Rows::Bf16(d.get()),
+            Store::Q8(q, s) => Rows::Q8(q.get(), s.get()),
+        }
+    }
+
+    /// Bytes held: (mapped from the file, owned).
+    pub fn bytes(&self) -> (usize, usize) {
+        fn of<T: Elem>(d: &Data<T>) -> (usize, usize) {
+            let b = size_of_val(d.get());
+            if matches!(d, Data::Mapped(_)) {
+                (b, 0)
+            } else {
+                (0, b)
+            }
+        }
+        match &self.store {
+            Store::F32(d) => of(d),
+            Store::F16(d) | Store::Bf16(d) => of(d),
+            Store::Q8(q, s) => {
+                let (a, b) = (of(q), of(s));
+                (a.0 + b.0, a.1 + b.1)
+            }
+        }
+    }
+}
+
+/// Matrices with the same input stacked along the output (the fused q | k | v | gate and
+/// gate | up projections): [Σ n, k], each part where the file holds it.
+pub struct Stacked {
+    pub parts: Vec<Matrix>,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl Stacked {
+    pub fn load(w: &Weights, names: &[String]) -> Stacked {
+        let parts: Vec<Matrix> = names.iter().map(|n| Matrix::load(w, n)).collect();
+        let (n, k) = (parts.iter().map(|m| m.n).sum(), parts[0].k);
+        Stacked { parts, n, k }
+    }
+
+    /// Bytes held: (mapped, owned).
+    pub fn bytes(&self) -> (usize, usize) {
+        self.parts.iter().map(Matrix::bytes).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// out[k] ← row `i`, widened (an embedding lookup).
+    pub fn widen_row(&self, isa: Isa, i: usize, out: &mut [f32]) {
+        let mut i = i;
+        for m in &self.parts {
+            if i < m.n {
+                return isa::widen(isa, out, m.rows().slice(i..i + 1, m.k));
+            }
+            i -= m.n;
+        }
+        panic!("row {i} past the matrix's {} rows", self.n);
+    }
+}
+
+/// Outputs below this many multiply-adds are not worth a thread.
+const PARALLEL_WORK: usize = 1 << 15;
+
+/// Bytes of a widened panel of W: a few hundred rows, well inside a core's L2.
+const PANEL_BYTES: usize = 1 << 18;
+
+/// out[rows, n] ← x[rows, k] · wᵀ.
+pub fn matmul(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
+    let (k, n) = (w.k, w.n);
+    let out = &mut out[..rows * n];
+    let x = &x[..rows * k];
+    if rows <= 2 {
+        // Decoding: a matrix-vector product, bound by reading w once.
+        for (o, xr) in out.chunks_exact_mut(n).zip(x.chunks_exact(k)) {
+            gemv(isa, o, w, xr);
+        }
+        return;
+    }
+    gemm(isa, out, x, w, rows);
+}
+
+/// out[n] ← w · x, rayon over blocks of rows of every part at once.
+fn gemv(isa: Isa, out: &mut [f32], w: &Stacked, x: &[f32]) {
+    let k = w.k;
+    let block = if w.n * k < PARALLEL_WORK { w.n } else { (PARALLEL_WORK / k).clamp(8, 256) };
+    let mut tasks = Vec::new();
+    let mut rest = out;
+    for m in &w.parts {
+        let (o, r) = rest.split_at_mut(m.n);
+        rest = r;
+        for (b, ob) in o.chunks_mut(block).enumerate() {
+            let rows = m.rows().slice(b * block..b * block + ob.len(), k);
+            tasks.push((ob, rows));
+        }
+    }
+    if tasks.len() == 1 {
+        let (o, rows) = tasks.pop().expect("one task");
+        return isa::gemv(isa, o, rows, x);
+    }
+    tasks.into_par_iter().for_each(|(o, rows)| isa::gemv(isa, o, rows, x));
+}
+
+/// The output of a GEMM shared by the tasks that write its disjoint columns.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: every task writes only its own columns of the output (see `gemm`).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// The output from column `col` (a method, so that a closure captures the whole
+    /// `OutPtr`, which is Send, rather than its raw pointer, which is not).
+    fn at(self, col: usize) -> *mut f32 {
+        self.0.wrapping_add(col)
+    }
+}
+
+thread_local! {
+    /// Each thread's widened panel of W, reused from call to call.
+    static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// out[rows, n] ← x[rows, k] · wᵀ: f32 parts straight through the gemm crate (which
+/// threads them itself), the others in panels of rows of W widened to f32 on the fly,
+/// one rayon task per panel.
+fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
+    let (k, n) = (w.k, w.n);
+    let panel = (PANEL_BYTES / (4 * k)).clamp(16, 512);
+    let par = if rows * k * n >= PARALLEL_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    let mut panels = Vec::new();
+    let mut col = 0;
+    for m in &w.parts {
+        match m.rows() {
+            // SAFETY: columns col … col + m.n of out[rows, n], x[rows, k], w[m.n, k].
+            Rows::F32(wf) => unsafe { gemm_f32(out.as_mut_ptr().add(col), n, x, wf, rows, k, m.n, par) },
+            stored => {
+                panels.extend((0..m.n).step_by(panel).map(|r| (col + r, stored.slice(r..(r + panel).min(m.n), k))));
+            }
+        }
+        col += m.n;
+    }
+    let out = OutPtr(out.as_mut_ptr());
+    panels.into_par_iter().for_each(|(col, wb)| {
+        let wn = wb.len() / k;
+        PANEL.with_borrow_mut(|p| {
+            p.resize(wn * k, 0.0);
+            isa::widen(isa, p, wb);
+            // SAFETY: this panel's columns col … col + wn of out[rows, n]: no other task
+            // writes them, and the caller's borrow of out outlives the parallel loop.
+            unsafe { gemm_f32(out.at(col), n, x, p, rows, k, wn, gemm::Parallelism::None) };
+        });
+    });
+}
+
+/// out[rows, wn] (row stride `ld`) ← x[rows, k] · w[wn, k]ᵀ.
+///
+/// # Safety
+/// `out` must be valid for writes of rows − 1 strides of `ld` plus `wn` elements.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_f32(
+    out: *mut f32,
+    ld: usize,
+    x: &[f32],
+    w: &[f32],
+    rows: usize,
+    k: usize,
+    wn: usize,
+    par: gemm::Parallelism,
+) {
+    debug_assert!(x.len() >= rows * k && w.len() >= wn * k);
+    gemm::gemm(
+        rows,
+        wn,
+        k,
+        out,
+        1,
+        ld as isize,
+        false,
+        x.as_ptr(),
+        1,
+        k as isize,
+        w.as_ptr(),
+        k as isize,
+        1,
+        0.0,
+        1.0,
+        false,
+        false,
+        false,
+        par,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use half::{bf16, f16};
+
+    use super::*;
+    use crate::testing::{rand_vec, rel_err};
+
+    /// A random [n, k] matrix stored as `kind`, and its exact values.
+    fn matrix(kind: usize, n: usize, k: usize, seed: u64) -> (Matrix, Vec<f64>) {
+        let w = rand_vec(n * k, seed);
+        let (store, exact): (Store, Vec<f64>) = match kind {
+            0 => (Store::F32(Data::Owned(w.clone())), w.iter().map(|&v| v as f64).collect()),
+            1 => {
+                let b: Vec<u16> = w.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
+                let exact = b.iter().map(|&b| f16::from_bits(b).to_f64()).collect();
+                (Store::F16(Data::Owned(b)), exact)
+            }
+            2 => {
+                let b: Vec<u16> = w.iter().map(|&v| bf16::from_f32(v).to_bits()).collect();
+                let exact = b.iter().map(|&b| bf16::from_bits(b).to_f64()).collect();
+                (Store::Bf16(Data::Owned(b)), exact)
+            }
+            _ => {
+                let (q, s) = crate::quant::quantize_q8_0(&w, k).expect("finite");
+                let exact = q.iter().enumerate().map(|(i, &v)| s[i / 32].to_f64() * v as f64).collect();
+                (Store::Q8(Data::Owned(q), Data::Owned(s.iter().map(|s| s.to_bits()).collect())), exact)
+            }
+        };
+        (Matrix { n, k, store }, exact)
+    }
+
+    #[test]
+    fn matmul_matches_the_formula_on_stacked_parts_of_every_storage() {
+        let shapes = [(1, 64, 33), (2, 96, 1025), (3, 32, 5), (17, 96, 130), (64, 384, 960), (300, 64, 700)];
+        for isa in Isa::available() {
+            for (s, &(rows, k, n)) in shapes.iter().enumerate() {
+                // Parts of several storages and sizes, as q | k | v | gate are.
+                let cuts = [0, n / 3, n / 2, n];
+                for kinds in [[0, 0, 0], [2, 2, 2], [1, 1, 1], [3, 3, 3], [2, 0, 3]] {
+                    let (mut parts, mut exact) = (vec![], vec![]);
+                    for (p, &kind) in kinds.iter().enumerate() {
+                        let (m, e) = matrix(kind, cuts[p + 1] - cuts[p], k, 10 * s as u64 + p as u64);
+                        parts.push(m);
+                        exact.extend(e);
+                    }
+                    let w = Stacked { parts, n, k };
+                    let x = rand_vec(rows * k, 99 + s as u64);
+                    let mut out = vec![f32::NAN; rows * n];
+                    matmul(isa, &mut out, &x, &w, rows);
+                    let want: Vec<f64> = (0..rows * n)
+                        .map(|i| (0..k).map(|j| x[i / n * k + j] as f64 * exact[i % n * k + j]).sum())
+                        .collect();
+                    let e = rel_err(&out, &want);
+                    assert!(e < 1e-5, "{isa:?} {kinds:?} {rows}×{k}×{n}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_widen_from_the_right_part() {
+        let (a, ea) = matrix(2, 3, 32, 1);
+        let (b, eb) = matrix(3, 4, 32, 2);
+        let w = Stacked { parts: vec![a, b], n: 7, k: 32 };
+        let mut row = vec![f32::NAN; 32];
+        for (i, want) in ea.chunks(32).chain(eb.chunks(32)).enumerate() {
+            w.widen_row(Isa::detect(), i, &mut row);
+            assert!(row.iter().zip(want).all(|(&x, &y)| x as f64 == y), "row {i}");
+        }
+    }
+}
