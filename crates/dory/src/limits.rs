@@ -95,15 +95,18 @@ pub fn at_most(name: &str, value: usize, most: usize) -> Result<usize> {
     Ok(value)
 }
 
-/// Bytes of physical memory, where the OS tells it (Linux); elsewhere only the
+/// Bytes of memory this process may use, where the OS tells it (Linux: physical
+/// memory, or the cgroup's limit when a container sets a lower one); elsewhere only the
 /// arithmetic bounds hold.
 pub fn memory() -> Option<u64> {
     static MEMORY: OnceLock<Option<u64>> = OnceLock::new();
     *MEMORY.get_or_init(|| {
         let info = std::fs::read_to_string("/proc/meminfo").ok()?;
         let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kb.checked_mul(1024)
+        let total = line.split_whitespace().nth(1)?.parse::<u64>().ok()?.checked_mul(1024)?;
+        // "max" (no limit) does not parse, and leaves the physical memory.
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok().and_then(|t| t.trim().parse().ok());
+        Some(cgroup.map_or(total, |limit: u64| limit.min(total)))
     })
 }
 
