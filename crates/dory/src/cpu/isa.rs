@@ -158,6 +158,26 @@ pub fn axpy4(isa: Isa, z4: &mut [f32], w: &[f32], v: &[f32]) {
     }
 }
 
+/// x ← exp(x − max[i mod 4]) for the scores x = [slots, 4] of four heads, and the four
+/// heads' sums of the results.
+pub fn softmax4(isa: Isa, x: &mut [f32], max: &[f32; 4]) -> [f32; 4] {
+    assert_eq!(x.len() % 4, 0, "[slots, 4] scores");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; every access stays inside x (its length is a multiple of 4).
+        return unsafe { x86::softmax4(x, max) };
+    }
+    let _ = isa;
+    let mut sum = [0.0f32; 4];
+    for row in x.chunks_exact_mut(4) {
+        for ((x, m), s) in row.iter_mut().zip(max).zip(&mut sum) {
+            *x = (*x - m).exp();
+            *s += *x;
+        }
+    }
+    sum
+}
+
 /// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
 pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
     debug_assert_eq!(out.len(), w.len());
@@ -361,6 +381,56 @@ mod x86 {
         }
     }
 
+    /// e^x for x ≤ 0 (larger x are not asked for): 2^n · p(r) with n = round(x / ln 2),
+    /// r = x − n ln 2 in two parts (Cody–Waite) and Cephes's degree-5 polynomial, within
+    /// 2 ulp of the true value; below −87.3 (where f32 underflows) it gives 0 or a value
+    /// under 2⁻¹²⁶, which no softmax sum of a maximum's 1 can see.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn exp_neg(x: __m256) -> __m256 {
+        let x = _mm256_max_ps(x, _mm256_set1_ps(-87.3));
+        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+            x,
+            _mm256_set1_ps(std::f32::consts::LOG2_E),
+        ));
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
+        let mut p = _mm256_set1_ps(1.987_569_1e-4);
+        for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0)));
+        let scale = _mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)));
+        _mm256_mul_ps(p, _mm256_castsi256_ps(scale))
+    }
+
+    /// See `super::softmax4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn softmax4(x: &mut [f32], max: &[f32; 4]) -> [f32; 4] {
+        let n = x.len();
+        let px = x.as_mut_ptr();
+        let m4 = _mm_loadu_ps(max.as_ptr());
+        let m8 = _mm256_set_m128(m4, m4);
+        let mut acc = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 8 <= n {
+            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(px.add(i)), m8));
+            _mm256_storeu_ps(px.add(i), e);
+            acc = _mm256_add_ps(acc, e);
+            i += 8;
+        }
+        let mut sum = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
+        if i < n {
+            // One last slot of four heads: the low half of an 8-lane exp.
+            let e = _mm256_castps256_ps128(exp_neg(_mm256_castps128_ps256(_mm_sub_ps(_mm_loadu_ps(px.add(i)), m4))));
+            _mm_storeu_ps(px.add(i), e);
+            sum = _mm_add_ps(sum, e);
+        }
+        let mut out = [0.0f32; 4];
+        _mm_storeu_ps(out.as_mut_ptr(), sum);
+        out
+    }
+
     /// See `super::gemv`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
@@ -516,6 +586,29 @@ mod tests {
                 axpy4(isa, &mut z, &w, &v);
                 let want: Vec<f64> = (0..4 * d).map(|i| z0[i] as f64 + w[i / d] as f64 * v[i % d] as f64).collect();
                 assert!(rel_err(&z, &want) < 1e-6, "{isa:?} d {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn softmax4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for slots in [1, 2, 3, 64, 257] {
+                // Scores from far below the maximum (underflow) to it.
+                let x: Vec<f32> = rand_vec(4 * slots, 8).iter().map(|v| 60.0 * v - 30.0).collect();
+                let mut max = [f32::NEG_INFINITY; 4];
+                x.iter().enumerate().for_each(|(i, &v)| max[i % 4] = max[i % 4].max(v));
+                let mut got = x.clone();
+                let sum = softmax4(isa, &mut got, &max);
+                // Of the difference as f32 has it: both paths subtract in f32.
+                let want: Vec<f64> = x.iter().enumerate().map(|(i, &v)| ((v - max[i % 4]) as f64).exp()).collect();
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!((g as f64 - w).abs() <= 3e-7 * w + 1e-37, "{isa:?} {slots} slots, {i}: {g} vs {w}");
+                }
+                for (h, &got) in sum.iter().enumerate() {
+                    let s: f64 = want.iter().skip(h).step_by(4).sum();
+                    assert!((got as f64 - s).abs() < 1e-6 * s, "{isa:?} {slots} slots, head {h}");
+                }
             }
         }
     }

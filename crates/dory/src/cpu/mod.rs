@@ -154,13 +154,7 @@ fn attend_group(
     for row in scores.chunks_exact(GROUP) {
         max.iter_mut().zip(row).for_each(|(m, &x)| *m = m.max(x));
     }
-    let mut sum = [0.0f32; GROUP];
-    for row in scores.chunks_exact_mut(GROUP) {
-        for ((x, m), s) in row.iter_mut().zip(&max).zip(&mut sum) {
-            *x = (*x - m).exp();
-            *s += *x;
-        }
-    }
+    let sum = isa::softmax4(isa, scores, &max);
     z4.fill(0.0);
     for (w, s) in scores.chunks_exact(GROUP).zip(slots) {
         isa::axpy4(isa, z4, w, &v[s * stride + off..][..d]);
