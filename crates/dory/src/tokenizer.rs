@@ -17,8 +17,10 @@ impl Tokenizer {
         let bytes = crate::limits::read_capped(path, crate::limits::MAX_TOKENIZER_BYTES)?;
         let bad = |msg: String| Error::Tokenizer { path: path.into(), msg };
         // The tokenizers crate panics on some malformed files (a decoder that is not
-        // JSON: found by fuzzing): the JSON is checked first, and a panic is still caught.
-        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+        // JSON, or not UTF-8: found by fuzzing): the JSON is read whole first (strings,
+        // escapes and UTF-8 checked, which skipping it would not), and a panic is still
+        // caught.
+        serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
         let parsed = std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(&bytes));
         let inner = parsed
             .map_err(|_| bad("not a valid tokenizer (the tokenizers crate failed on it)".into()))?

@@ -123,6 +123,12 @@ fn bad_tokenizers() {
     let bad_decoder = dory::init::tokenizer_json(300).replace("\"use_regex\":true}", "\"use_regex\":trqe}");
     std::fs::write(dir.path().join("tokenizer.json"), bad_decoder).unwrap();
     expect(dir.path(), &["tokenizer.json", "invalid JSON"]);
+    // And by libFuzzer: a key of the decoder that is not UTF-8.
+    let mut bytes = dory::init::tokenizer_json(300).into_bytes();
+    let at = bytes.windows(9).rposition(|w| w == b"use_regex").unwrap();
+    bytes[at + 1] = 0x8d;
+    std::fs::write(dir.path().join("tokenizer.json"), bytes).unwrap();
+    expect(dir.path(), &["tokenizer.json", "invalid JSON"]);
 }
 
 #[test]
