@@ -41,11 +41,12 @@ pub fn run(a: &Args) -> Result<()> {
         None => format!("{:?}", model.weights.dtype()),
     };
     let (held, mapped) = device.weight_bytes(&model);
+    let mapped =
+        if mapped > 0 { format!(" ({} of it the file's pages, mapped)", mib(mapped as u64)) } else { "".into() };
     println!(
-        "weights      {} stored ({format}), {} as the backend holds them ({} of it the file's pages, mapped)",
+        "weights      {} stored ({format}), {} as the backend holds them{mapped}",
         mib(model.weights.stored_bytes as u64),
         mib(held as u64),
-        mib(mapped as u64)
     );
     // Both modes, the O(1) one with the settings the session would use.
     let o1 = match a.model.attention(c)? {
