@@ -186,9 +186,7 @@ impl Options {
         }
         o
     }
-}
 
-impl Options {
     /// The vec4s of x gemv1 can hold: up to 8192 floats, less where the device allows less
     /// (the reductions take 1 KiB).
     pub fn xs_most(workgroup_bytes: u32) -> u32 {

@@ -12,7 +12,8 @@ use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
 
 /// The adapter with subgroup reductions (where it has them) and with workgroup-memory
-/// ones, the second with the kernel shapes the defaults do not take. No adapter: a failure under CI=true, else an empty list and a note.
+/// ones, the second with the kernel shapes the defaults do not take. No adapter: a failure
+/// under CI=true, else an empty list and a note.
 pub fn devices() -> &'static [Arc<GpuDevice>] {
     DEVICES.get_or_init(|| {
         let first = match GpuDevice::open(Pick::Any) {
