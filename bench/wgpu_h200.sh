@@ -19,11 +19,13 @@
 #                              then what quick runs
 #   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
 #                              (for `run ab`: the two binaries in the same call)
-#   bench/wgpu_h200.sh run ab  the GPU tests (also with the tensor cores), then the larger
+#   bench/wgpu_h200.sh run ab  the GPU tests (also with the plain GEMM), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
-#                              (fusion, the one-row kernel's shapes, submission batches, the
-#                              tensor cores and their tile) and profiles of decode and of
-#                              the prompt, every kernel shape (f16), then PyTorch
+#                              (the plain GEMM, a tensor-core tile) and profiles of decode
+#                              and of the prompt (also on the plain GEMM), every kernel
+#                              shape (f16), then PyTorch
+#   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
+#                              without, and the larger model's prompt in each tile shape
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -39,6 +41,9 @@ if [ "${1:-}" = build ]; then
         [ -d $old ] || git worktree add -q --detach $old "$2"
         (cd $old && CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
         cp "$target/release/dory" $carry/dory-$2
+        # Cargo names the two builds' artifacts alike and judges them by time: make this
+        # tree's sources newer than what was just built from the other.
+        find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
     cargo build --release --locked -p dory-cli -p dory-wgpu
     test_bin=$(cargo test --release --locked -p dory-wgpu --test gpu --no-run --message-format=json 2>/dev/null \
@@ -62,7 +67,7 @@ for l in sys.stdin:
     du -sh $carry .gl
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels]" >&2; exit 2; }
+[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels|ab|coop]" >&2; exit 2; }
 quick=$([ -n "${2:-}" ] && echo 1 || echo 0)
 all_shapes=$([ "${2:-}" = kernels ] || [ "${2:-}" = ab ] && echo 1 || echo 0)
 ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
@@ -99,12 +104,29 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
 if ((ab)); then
-    echo "== GPU tests with the tensor-core GEMM (DORY_WGPU_COOP=1)"
-    CI=true DORY_WGPU_COOP=1 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
-        | tee "$out/wgpu_tests_coop.log" | tail -15
+    echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
+    CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+        | tee "$out/wgpu_tests_plain.log" | tail -15
 fi
 
 large=/tmp/wgpu-large
+if [ "${2:-}" = coop ]; then
+    # The tensor-core GEMM alone: the GPU tests on it, with x's lo part dropped (what the
+    # part is worth in accuracy), and the larger model's prompt in each tile shape.
+    for lo in 1 0; do
+        echo "== GPU tests with the tensor-core GEMM, lo part $lo"
+        CI=true DORY_WGPU_COOP=1 DORY_WGPU_COOP_LO=$lo timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_coop_lo$lo.log" | grep -E "relative|test result|panicked"
+    done
+    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    for tile in plain 1,1,1 1,1,2 2,1,1 2,1,2 2,2,2; do
+        coop=$([ $tile = plain ] && echo 0 || echo 1)
+        DORY_WGPU_COOP=$coop DORY_WGPU_COOP_TILE=$tile timeout 40 $dory bench --backend wgpu --model $large \
+            --depth 0 --reps 3 --prompt 512 --gen 0 --exit none --json \
+            | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"tile $tile\"/" | tee -a "$out/wgpu_bench.jsonl"
+    done
+    exit 0
+fi
 echo "== dory bench --backend wgpu"
 bench=$out/wgpu_bench.jsonl
 : > "$bench"
@@ -150,15 +172,8 @@ if ((ab)) && [ -f $large/config.json ]; then
     done
     # SWITCHES=0: the other binaries and the profiles only.
     if [ "${SWITCHES:-1}" = 1 ]; then
-        ab_run "fuse none" DORY_WGPU_FUSE=0
-        ab_run "gemv1 2,2" DORY_WGPU_GEMV1=2,2
-        ab_run "gemv1 2,2 + residual" DORY_WGPU_GEMV1=2,2 DORY_WGPU_FUSE=prep,residual
-        ab_run "gemv1 2,2,512" DORY_WGPU_GEMV1=2,2,512
-        ab_run "gemv1 2,2,512 + residual" DORY_WGPU_GEMV1=2,2,512 DORY_WGPU_FUSE=prep,residual
-        ab_run "batch 16" DORY_WGPU_BATCH=16
-        ab_run "batch 256" DORY_WGPU_BATCH=256
-        ab_run "tensor cores" DORY_WGPU_COOP=1
-        ab_run "tensor cores 4,4,1" DORY_WGPU_COOP=1 DORY_WGPU_COOP_TILE=4,4,1
+        ab_run "plain GEMM" DORY_WGPU_COOP=0
+        ab_run "tensor cores 2,1,2" DORY_WGPU_COOP_TILE=2,1,2
     fi
     if room 60 "the profiles"; then
         # Decode alone (a one-token prompt), then a prompt of 512.
@@ -166,16 +181,18 @@ if ((ab)) && [ -f $large/config.json ]; then
             --gen 32 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_decode.txt"
         DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
             --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt.txt"
+        DORY_WGPU_COOP=0 DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 \
+            --prompt 512 --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt_plain.txt"
     fi
-    [ "${SWITCHES:-1}" = 1 ] && DORY_WGPU_COOP=1 floors $large f16 120
+    [ "${SWITCHES:-1}" = 1 ] && floors $large f16 120
 fi
 if [ -f $large/config.json ]; then
     ((ab)) || run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
-    # The prompt on the tensor cores (opt-in until verified on hardware), for their gain.
-    if room 60 "the larger model on tensor cores"; then
-        DORY_WGPU_COOP=1 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 0 \
-            --exit none --json | sed 's/"attention":"exact"/"attention":"exact, tensor cores"/' | tee -a "$bench"
+    # The prompt on the plain GEMM, for the tensor cores' gain.
+    if room 60 "the larger model on the plain GEMM"; then
+        DORY_WGPU_COOP=0 timeout 60 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 --gen 0 \
+            --exit none --json | sed 's/"attention":"exact"/"attention":"exact, plain GEMM"/' | tee -a "$bench"
     fi
 fi
 if room 150 "the PyTorch reference"; then

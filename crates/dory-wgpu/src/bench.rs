@@ -22,7 +22,7 @@ use crate::record::{Bind, Recorder, Store};
 /// The kernel shapes benchmarks compare, each a variation of `base`: the single-row
 /// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
 /// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
-/// occupancy), and the plain GEMM against the tensor-core one's tiles and split.
+/// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let most = Options::xs_most(workgroup_bytes);
     let mut all = vec![base];
@@ -31,9 +31,11 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     }
     if base.coop {
         all.push(Options { coop: false, ..base });
-        for (tile, split) in [((2, 4), 2), ((4, 2), 2), ((4, 4), 1), ((4, 4), 2)] {
-            if coop_workgroup_bytes(tile, split) <= workgroup_bytes {
-                all.push(Options { coop_tile: tile, coop_split: split, ..base });
+        for (tile, unroll) in
+            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
+        {
+            if coop_workgroup_bytes(tile) <= workgroup_bytes {
+                all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
             }
         }
     }

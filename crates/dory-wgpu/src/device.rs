@@ -207,9 +207,8 @@ fn chosen(pick: Pick) -> dory::Result<wgpu::Adapter> {
 }
 
 /// Whether the GEMM can run on `adapter`'s cooperative matrices: f16 × f16 → f32 at
-/// 16 × 16 × 16, subgroups of exactly 32 (the kernel's layout), and asked for with
-/// DORY_WGPU_COOP=1: the kernel is not yet verified on hardware (its first H200 run gave
-/// wrong sums; the fix, zeroed accumulators, awaits a device run), so it is opt-in.
+/// 16 × 16 × 16 and subgroups of exactly 32 (the kernel's layout). DORY_WGPU_COOP=0 keeps
+/// the plain GEMM (for comparing the two).
 fn offers_coop(adapter: &wgpu::Adapter) -> bool {
     use wgpu::CooperativeScalarType as T;
     let info = adapter.get_info();
@@ -217,7 +216,7 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
         wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
     adapter.features().contains(wanted)
         && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
-        && std::env::var("DORY_WGPU_COOP").is_ok_and(|v| v == "1")
+        && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
         && adapter
             .cooperative_matrix_properties()
             .iter()

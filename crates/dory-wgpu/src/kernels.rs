@@ -63,7 +63,8 @@ pub const MODULES: &[Module] = &[
     module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul]),
     module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
     module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
-    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[Lib::Dtype, Lib::Matmul]) },
+    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[]) },
+    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
     module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), &[]),
     module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt]),
@@ -130,10 +131,12 @@ pub struct Options {
     /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
     pub coop: bool,
     pub gemv1: Gemv1,
-    /// The cooperative GEMM's subgroups per workgroup (rows × columns) and whether x is
-    /// split into two f16 parts.
+    /// The cooperative GEMM's subgroups per workgroup (rows × columns) and slices of 16
+    /// inputs loaded before they are multiplied (1 or 2).
     pub coop_tile: (u32, u32),
-    pub coop_split: u32,
+    pub coop_unroll: u32,
+    /// x's lo part kept (false only to measure what it adds).
+    pub coop_lo: bool,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
     /// A decoded row's residual done by the next projection (gemv1's prologue).
@@ -147,7 +150,8 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN,SPLIT, DORY_WGPU_FUSE=prep,residual (or 0: none; by
+    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
+    /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default prep only, since the residual fuses only with gemv1).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
@@ -155,8 +159,10 @@ impl Options {
             reduce,
             coop,
             gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
-            coop_tile: (4, 4),
-            coop_split: 2,
+            // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
+            coop_tile: (1, 1),
+            coop_unroll: 2,
+            coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             fuse_prep: true,
             fuse_residual: false,
         };
@@ -168,18 +174,12 @@ impl Options {
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
             _ => {}
         }
-        if let Some(&[wm, wn, split]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
-            (o.coop_tile, o.coop_split) = ((wm, wn), split);
+        if let Some(&[wm, wn, unroll]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
+            (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
         }
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
-        // driver may then hang): the largest tile that fits.
-        let fits = |o: &Options| coop_workgroup_bytes(o.coop_tile, o.coop_split) <= workgroup_bytes;
-        for tile in [(4, 4), (2, 4), (4, 2), (2, 2)] {
-            if !fits(&o) {
-                o.coop_tile = tile;
-            }
-        }
-        o.coop &= fits(&o);
+        // driver may then hang).
+        o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             o.fuse_prep = v.contains("prep");
             o.fuse_residual = v.contains("residual");
@@ -194,13 +194,18 @@ impl Options {
     }
 }
 
-/// Bytes of workgroup memory `gemm_coop.wgsl` takes for a tile of WM × WN subgroups and
-/// x in `split` parts: its arrays (x's parts, W, a tile per subgroup, the zero tile), each
-/// rounded up to 16 bytes.
-pub fn coop_workgroup_bytes((wm, wn): (u32, u32), split: u32) -> u32 {
-    const SA: u32 = 40;
-    let arrays = [2 * 32 * wm * SA, 2 * (32 * wm * SA * (split - 1) + 1), 2 * 32 * wn * SA, 4 * 256 * wm * wn, 1024];
-    arrays.iter().map(|b| b.next_multiple_of(16)).sum()
+/// Bytes of workgroup memory `gemm_coop.wgsl` takes for a tile of WM × WN subgroups: a
+/// 16 × 16 tile of f32 per subgroup.
+pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
+    4 * 256 * wm * wn
+}
+
+/// The tensor-core GEMM's kernels: x split into f16 parts, then the product (plain, and
+/// times a per-column scale).
+#[derive(Clone, Copy, Debug)]
+pub struct Coop {
+    pub split: KernelId,
+    pub gemm: [KernelId; 2],
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -222,8 +227,8 @@ pub struct Kernels {
     pub gemv1_scaled: [KernelId; 3],
     pub gemm: [KernelId; 3],
     pub gemm_scaled: [KernelId; 3],
-    /// [f16, bf16][plain, scaled], where the device has tensor cores.
-    pub gemm_coop: Option<[[KernelId; 2]; 2]>,
+    /// Where the device has tensor cores.
+    pub gemm_coop: Option<Coop>,
     pub embed: [KernelId; 3],
     pub mix: KernelId,
     pub residual: KernelId,
@@ -306,11 +311,11 @@ impl Kernels {
         let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_coop = options.coop.then(|| {
             let (wm, wn) = options.coop_tile;
-            let c = |dt: f64| {
-                [("DTYPE", dt), ("WM", f64::from(wm)), ("WN", f64::from(wn)), ("SPLIT", f64::from(options.coop_split))]
-            };
-            [1.0, 2.0]
-                .map(|dt| [b.add("gemm_coop", "gemm_coop", &c(dt)), b.add("gemm_coop", "gemm_coop_scaled", &c(dt))])
+            let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("UNROLL", f64::from(options.coop_unroll))];
+            Coop {
+                split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]),
+                gemm: [b.add("gemm_coop", "gemm_coop", &c), b.add("gemm_coop", "gemm_coop_scaled", &c)],
+            }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

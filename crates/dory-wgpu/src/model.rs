@@ -24,7 +24,8 @@ pub struct Part {
 /// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row.
 pub struct Matrix {
     pub dtype: DType,
-    /// Whether the tensor-core GEMM may read it: f16, or bf16 whose every value f16 holds.
+    /// Whether the tensor-core GEMM may read it (f16 on a device with tensor cores; each
+    /// part then ends in 16 rows of zeros).
     pub coop: bool,
     pub n: usize,
     pub k: usize,
@@ -77,7 +78,11 @@ pub(crate) fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView])
     let dtype = if tensors.iter().all(|t| t.dtype == tensors[0].dtype) { tensors[0].dtype } else { DType::F32 };
     let g8 = k.div_ceil(8);
     let row_bytes = 8 * g8 * dtype.size();
-    let per_part = (dev.caps.max_binding as usize / row_bytes).min(8 * 65535);
+    // The tensor-core GEMM reads f16 weights as they are, in tiles of 16 rows that may
+    // cross the last: 16 rows of zeros after it keep those reads inside the buffer.
+    let coop = dtype == DType::F16 && dev.caps.coop;
+    let pad = if coop { 16 * row_bytes } else { 0 };
+    let per_part = ((dev.caps.max_binding as usize).saturating_sub(pad) / row_bytes).min(8 * 65535);
     if per_part == 0 {
         return Err(gpu_err(format!("one row of {name} ({row_bytes} bytes) is over the adapter's binding limit")));
     }
@@ -97,35 +102,20 @@ pub(crate) fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView])
             i -= t.shape[0];
         }
     };
-    let coop = match dtype {
-        DType::F16 => true,
-        DType::BF16 => tensors.iter().all(|t| fits_f16(t.bytes)),
-        DType::F32 => false,
-    };
     let mut parts = Vec::new();
     let mut row0 = 0;
     while row0 < n {
         let rows = per_part.min(n - row0);
-        let mut bytes = Vec::with_capacity(rows * row_bytes);
+        let mut bytes = Vec::with_capacity(rows * row_bytes + pad);
         for i in row0..row0 + rows {
             row(i, &mut bytes);
         }
+        bytes.resize(bytes.len() + pad, 0);
         let label = if parts.is_empty() && rows == n { name.to_string() } else { format!("{name} rows {row0}…") };
         parts.push(Part { store: Store::with_data(dev, &bytes, &label)?, row0, rows });
         row0 += rows;
     }
     Ok(Matrix { dtype, coop, n, k, g8, parts })
-}
-
-/// Whether every bf16 value of `bytes` is below f16's largest (65504) in magnitude, so that
-/// the tensor-core GEMM can take it as f16 (values below f16's normal range keep their
-/// absolute precision, 2⁻²⁴, far under what f32 accumulation of a row resolves).
-fn fits_f16(bytes: &[u8]) -> bool {
-    bytes.chunks_exact(2).all(|b| {
-        let magnitude = u16::from_le_bytes([b[0], b[1]]) & 0x7fff;
-        // bf16 65504 rounds to 0x4780 (65536): anything at or above that exponent does not fit.
-        magnitude < 0x4780
-    })
 }
 
 fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc<Store>> {

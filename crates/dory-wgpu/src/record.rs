@@ -101,6 +101,8 @@ pub struct Recorder {
     /// This submission's uploads, in 4-byte words.
     uploads: Vec<u32>,
     upload: Option<Arc<Store>>,
+    /// x's f16 parts and row scales for the tensor-core GEMM (`split_buffers`).
+    split: Option<(Arc<Store>, Arc<Store>)>,
     groups: HashMap<GroupKey, Cached>,
     /// The adapter's limit on workgroups along one axis.
     max_groups: u32,
@@ -134,6 +136,7 @@ impl Recorder {
             max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,
+            split: None,
             none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
             timed: false,
@@ -183,6 +186,25 @@ impl Recorder {
     /// the same submission).
     pub fn uploaded(&self, at: u32, len: usize) -> Option<&[u32]> {
         self.uploads.get(at as usize..at as usize + len)
+    }
+
+    /// Buffers of at least `parts` and `scales` bytes for x's f16 parts and row scales
+    /// (matmul.rs), shared by every GEMM on the tensor cores: each splits its x and reads
+    /// it before the next dispatch writes them again.
+    pub fn split_buffers(&mut self, parts: u64, scales: u64) -> dory::Result<(Arc<Store>, Arc<Store>)> {
+        let big_enough = |b: &(Arc<Store>, Arc<Store>)| b.0.bytes >= parts && b.1.bytes >= scales;
+        match &self.split {
+            Some(b) if big_enough(b) => Ok(b.clone()),
+            _ => {
+                // Grown by half again, so that a prompt's growing rows do not reallocate each time.
+                let b = (
+                    Store::new(&self.dev, parts + parts / 2, "the tensor-core GEMM's f16 parts of x")?,
+                    Store::new(&self.dev, scales + scales / 2, "the tensor-core GEMM's row scales")?,
+                );
+                self.split = Some(b.clone());
+                Ok(b)
+            }
+        }
     }
 
     pub fn dispatch(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {

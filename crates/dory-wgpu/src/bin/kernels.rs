@@ -111,7 +111,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         let one = options.gemv1 != base.gemv1 || options == base;
         let many = options.coop != base.coop
             || options.coop_tile != base.coop_tile
-            || options.coop_split != base.coop_split
+            || options.coop_unroll != base.coop_unroll
             || options == base;
         for (name, prologue, mats) in &weights {
             let mut runs = vec![];

@@ -1,14 +1,20 @@
-// out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i] for many rows on the tensor cores
-// (cooperative matrices, 16 × 16 × 16, f16 in, f32 accumulated). A workgroup of WM × WN
-// subgroups of 32 computes a (32 WM) × (32 WN) tile of out, each subgroup a 32 × 32 block
-// as four 16 × 16 accumulators; i advances in slices of 32 staged through workgroup
-// memory. x is rounded to f16; with SPLIT = 2 what the rounding left, times 2¹¹ (so that it
-// stays in f16's normal range), is a second f16 operand with its own accumulators, added
-// at the end times 2⁻¹¹: the product then keeps ~22 bits of x, and spec §8's bounds hold
-// as with f32 operands. The weights are f16 as stored, or bf16 widened to f16 (the model
-// checks that they fit). `gemm_coop_scaled` multiplies column j by scale[row0 + j]. Needs
-// subgroups of exactly 32; x must lie within f16's range (|x| < 65504). The parameters and
-// bindings are matmul.wgsl's.
+// out[yr0 + r, row0 + j] ← Σ_i x[r, i] · W[j, i] for many rows on the tensor cores
+// (cooperative matrices, 16 × 16 × 16, f16 in, f32 accumulated), x as split.wgsl leaves it:
+// each row times a power of two s_r, in two f16 parts hi + lo that keep ~22 bits of it, so
+// that spec §8's bounds hold as with f32 operands. Both parts meet the same weights in the
+// same accumulator (lo is not rescaled: s_r puts the row's largest value near 2¹³, so lo
+// stays in f16's range), and the epilogue multiplies by 1/s_r. W is f16 as stored.
+//
+// Every operand is loaded straight from its buffer (no staging through workgroup memory: a
+// subgroup's fragments are reused across its tiles, and the workgroup's subgroups that
+// share columns of W meet them in the cache). A workgroup of WM × WN subgroups of 32
+// computes a (32 WM) × (64 WN) tile of out, each subgroup a 32 × 64 block as 2 × 4
+// accumulators; UNROLL = 2 loads two slices of 16 inputs before multiplying either.
+//
+// Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
+// rows of k16 (k rounded up to 16, zero-filled), W's buffer 16 rows of zeros past its last
+// (model.rs), so that a tile's loads stay inside their buffers; what they add lands in
+// rows and columns that are not written, or meets x's zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence named accumulators, and stores through `let` copies.
@@ -18,163 +24,168 @@ enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
-override SPLIT: u32 = 2u;
+override UNROLL: u32 = 1u;
 
-const BK: u32 = 32u;
-// Staged rows are SA halves apart (BK + 8: 80 bytes, so that the 16 rows a fragment load
-// reads start in different banks).
-const SA: u32 = 40u;
+struct P {
+    k16: u32,    // width of a row of x's parts (k rounded up to 16)
+    ldw: u32,    // halves between rows of W (8 g8)
+    n: u32,      // width of a row of out
+    row0: u32,   // first column of out this part covers
+    rows_w: u32, // rows of this part of W
+    yr0: u32,    // first row of out
+    rows: u32,   // rows of x and out
+    lo: u32,     // where x's lo part starts in xa (halves)
+}
+var<immediate> p: P;
 
-var<workgroup> a_hi: array<f16, 32u * WM * SA>;                     // [32 WM, SA]: x, rounded
-var<workgroup> a_lo: array<f16, 32u * WM * SA * (SPLIT - 1u) + 1u>; // what the rounding left
-var<workgroup> b_sh: array<f16, 32u * WN * SA>;                     // [32 WN, SA]: W's rows (B column-major)
-var<workgroup> c_sh: array<f32, 256u * WM * WN>;                    // a 16 × 16 tile per subgroup, on the way out
-var<workgroup> zero_sh: array<f32, 256>;                             // a 16 × 16 tile of zeros
+@group(0) @binding(0) var<storage, read> w: array<f16>;
+@group(0) @binding(1) var<storage, read> xa: array<f16>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> xinv: array<f32>;
+@group(0) @binding(4) var<storage, read> scale: array<f32>;
 
-// The remainder's scale: 2¹¹.
-const LO: f32 = 2048.0;
+// A 16 × 16 tile per subgroup on its way out (and, first, the tile of zeros the
+// accumulators start from: a matrix declared without a value came out as garbage on the
+// H200's driver).
+var<workgroup> c_sh: array<f32, 256u * WM * WN>;
 
-// Two 16-bit weights of one word as f16 (exact for f16; bf16 within f16's range).
-fn halves(u: u32) -> vec2<f16> {
-    return vec2<f16>(pair16(u));
+alias FragA = coop_mat16x16<f16, A>;
+alias FragB = coop_mat16x16<f16, B>;
+alias Acc = coop_mat16x16<f32, C>;
+
+// c + hi · b + lo · b
+fn mma2(hi: FragA, lo: FragA, b: FragB, c: Acc) -> Acc {
+    return coopMultiplyAdd(lo, b, coopMultiplyAdd(hi, b, c));
 }
 
-fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
-    let threads = 32u * WM * WN;
-    let bm = 32u * WM;
-    let bn = 32u * WN;
-    // x: bm rows × 32 values, as pieces of 4.
-    for (var e = lid; e < bm * 8u; e = e + threads) {
-        let m = e / 8u;
-        let kq = e % 8u;
-        var v = vec4<f32>(0.0);
-        if (m0 + m < p.rows && k0 + 4u * kq < p.k) {
-            v = x[(p.xr0 + m0 + m) * (p.k / 4u) + k0 / 4u + kq];
-        }
-        let hi = vec4<f16>(v);
-        let at = m * SA + 4u * kq;
-        for (var c = 0u; c < 4u; c = c + 1u) {
-            a_hi[at + c] = hi[c];
-            if (SPLIT == 2u) {
-                a_lo[at + c] = f16((v[c] - f32(hi[c])) * LO);
-            }
-        }
-    }
-    // W: bn rows × 32 weights, as pieces of 8.
-    for (var e = lid; e < bn * 4u; e = e + threads) {
-        let n = e / 4u;
-        let q = e % 4u;
-        let g = k0 / 8u + q;
-        var u = vec4<u32>(0u);
-        if (n0 + n < p.rows_w && g < p.g8) {
-            u = w[(n0 + n) * p.g8 + g];
-        }
-        let at = n * SA + 8u * q;
-        for (var c = 0u; c < 4u; c = c + 1u) {
-            let h = halves(u[c]);
-            b_sh[at + 2u * c] = h.x;
-            b_sh[at + 2u * c + 1u] = h.y;
-        }
-    }
+fn load_a(at: u32) -> FragA {
+    let stride = p.k16;
+    return coopLoadT<FragA>(&xa[at], stride);
 }
 
-// Writes one 16 × 16 tile at (r0, j0) of the workgroup's block, t (+ u / LO under
-// SPLIT = 2), through the subgroup's slice of c_sh, within bounds, times the column scale
-// when `scaled`.
-fn emit(t: coop_mat16x16<f32, C>, u: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
+fn load_b(at: u32) -> FragB {
+    let stride = p.ldw;
+    return coopLoad<FragB>(&w[at], stride);
+}
+
+// Where the 16 rows of W from j on start: a tile wholly past the part's last row reads
+// the first rows instead (what it computes is not written), one that crosses it reads into
+// the zero rows after it.
+fn w_at(j: u32) -> u32 {
+    return select(j, 0u, j >= p.rows_w) * p.ldw;
+}
+
+// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
+// within bounds, times 1/s of its row and, when `scaled`, the column's scale.
+fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     let at = sg * 256u;
     let stride = 16u;
-    // Each lane's 8 values of the tile, then of the remainder's tile, through one slice.
-    var v: array<f32, 8>;
     coopStoreT(t, &c_sh[at], stride);
     workgroupBarrier();
-    for (var i = 0u; i < 8u; i = i + 1u) {
-        v[i] = c_sh[at + lane + 32u * i];
-    }
-    workgroupBarrier();
-    if (SPLIT == 2u) {
-        coopStoreT(u, &c_sh[at], stride);
-        workgroupBarrier();
-        for (var i = 0u; i < 8u; i = i + 1u) {
-            v[i] += c_sh[at + lane + 32u * i] * (1.0 / LO);
-        }
-        workgroupBarrier();
-    }
     for (var i = 0u; i < 8u; i = i + 1u) {
         let e = lane + 32u * i;
         let r = r0 + e / 16u;
         let j = j0 + e % 16u;
         if (r < p.rows && j < p.rows_w) {
-            var x = v[i];
+            var v = c_sh[at + e] * xinv[r];
             if (scaled) {
-                x = x * scale_at(p.row0 + j);
+                v = v * scale[p.row0 + j];
             }
-            out[(p.yr0 + r) * p.n + p.row0 + j] = x;
+            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
         }
     }
+    workgroupBarrier();
 }
 
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let m0 = wid.y * 32u * WM;
-    let n0 = wid.x * 32u * WN;
-    // This subgroup's 32 × 32 block within the workgroup's tile.
-    let sm = 32u * (sg / WN);
-    let sn = 32u * (sg % WN);
-    // Accumulators start from a tile of zeros loaded from workgroup memory (a matrix
-    // declared without a value came out as garbage on the H200's driver).
+    // This subgroup's 32 × 64 block of out.
+    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
     for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
-        zero_sh[e] = 0.0;
+        c_sh[e] = 0.0;
     }
     workgroupBarrier();
-    let zero = coopLoad<coop_mat16x16<f32, C>>(&zero_sh[0], 16u);
+    let zero = coopLoad<Acc>(&c_sh[0], 16u);
+    workgroupBarrier();
     var c00 = zero;
     var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
     var c10 = zero;
     var c11 = zero;
-    // The remainder's products (SPLIT = 2).
-    var d00 = zero;
-    var d01 = zero;
-    var d10 = zero;
-    var d11 = zero;
-    for (var k0 = 0u; k0 < p.k; k0 = k0 + BK) {
-        stage(lid, m0, n0, k0);
-        workgroupBarrier();
-        for (var kk = 0u; kk < BK; kk = kk + 16u) {
-            let a0 = sm * SA + kk;
-            let a1 = (sm + 16u) * SA + kk;
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&b_sh[sn * SA + kk], SA);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&b_sh[(sn + 16u) * SA + kk], SA);
-            let h0 = coopLoadT<coop_mat16x16<f16, A>>(&a_hi[a0], SA);
-            let h1 = coopLoadT<coop_mat16x16<f16, A>>(&a_hi[a1], SA);
-            c00 = coopMultiplyAdd(h0, b0, c00);
-            c01 = coopMultiplyAdd(h0, b1, c01);
-            c10 = coopMultiplyAdd(h1, b0, c10);
-            c11 = coopMultiplyAdd(h1, b1, c11);
-            if (SPLIT == 2u) {
-                let l0 = coopLoadT<coop_mat16x16<f16, A>>(&a_lo[a0], SA);
-                let l1 = coopLoadT<coop_mat16x16<f16, A>>(&a_lo[a1], SA);
-                d00 = coopMultiplyAdd(l0, b0, d00);
-                d01 = coopMultiplyAdd(l0, b1, d01);
-                d10 = coopMultiplyAdd(l1, b0, d10);
-                d11 = coopMultiplyAdd(l1, b1, d11);
-            }
+    var c12 = zero;
+    var c13 = zero;
+    let a0 = r0 * p.k16;
+    let a1 = (r0 + 16u) * p.k16;
+    let w0 = w_at(j0);
+    let w1 = w_at(j0 + 16u);
+    let w2 = w_at(j0 + 32u);
+    let w3 = w_at(j0 + 48u);
+    var k = 0u;
+    if (UNROLL == 2u) {
+        for (; k + 16u < p.k16; k = k + 32u) {
+            let h0 = load_a(a0 + k);
+            let h1 = load_a(a1 + k);
+            let l0 = load_a(p.lo + a0 + k);
+            let l1 = load_a(p.lo + a1 + k);
+            let b0 = load_b(w0 + k);
+            let b1 = load_b(w1 + k);
+            let b2 = load_b(w2 + k);
+            let b3 = load_b(w3 + k);
+            let g0 = load_a(a0 + k + 16u);
+            let g1 = load_a(a1 + k + 16u);
+            let m0 = load_a(p.lo + a0 + k + 16u);
+            let m1 = load_a(p.lo + a1 + k + 16u);
+            let d0 = load_b(w0 + k + 16u);
+            let d1 = load_b(w1 + k + 16u);
+            let d2 = load_b(w2 + k + 16u);
+            let d3 = load_b(w3 + k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
         }
-        workgroupBarrier();
     }
-    let r00 = c00;
-    let r01 = c01;
-    let r10 = c10;
-    let r11 = c11;
-    let s00 = d00;
-    let s01 = d01;
-    let s10 = d10;
-    let s11 = d11;
-    emit(r00, s00, sg, lane, m0 + sm, n0 + sn, scaled);
-    emit(r01, s01, sg, lane, m0 + sm, n0 + sn + 16u, scaled);
-    emit(r10, s10, sg, lane, m0 + sm + 16u, n0 + sn, scaled);
-    emit(r11, s11, sg, lane, m0 + sm + 16u, n0 + sn + 16u, scaled);
+    for (; k < p.k16; k = k + 16u) {
+        let h0 = load_a(a0 + k);
+        let h1 = load_a(a1 + k);
+        let l0 = load_a(p.lo + a0 + k);
+        let l1 = load_a(p.lo + a1 + k);
+        let b0 = load_b(w0 + k);
+        let b1 = load_b(w1 + k);
+        let b2 = load_b(w2 + k);
+        let b3 = load_b(w3 + k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+    }
+    let t00 = c00;
+    let t01 = c01;
+    let t02 = c02;
+    let t03 = c03;
+    let t10 = c10;
+    let t11 = c11;
+    let t12 = c12;
+    let t13 = c13;
+    emit(t00, sg, lane, r0, j0, scaled);
+    emit(t01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)

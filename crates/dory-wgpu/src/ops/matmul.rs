@@ -2,14 +2,15 @@
 //! (W read once per four rows; SwiGLU formed on the way in), or one row through
 //! `gemv1.wgsl` when the options hold x in workgroup memory (where the residual before the
 //! projection can be fused; slower on the H200, so not by default), more through
-//! `gemm_coop.wgsl` on tensor cores where the device and the weights allow, else
-//! `gemm.wgsl`. Optionally times a per-column scale (the head). One dispatch per part of W.
+//! `gemm_coop.wgsl` on tensor cores where the device and the weights allow (after
+//! `split.wgsl` has cut x into f16 parts), else `gemm.wgsl`. Optionally times a per-column
+//! scale (the head). One dispatch per part of W.
 
 use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::kernels::{dtype_index, KernelId};
+use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
@@ -91,7 +92,7 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
     }
     match coop_kernels(rec, w, rows) {
         _ if rows <= GEMV_ROWS => "gemv".into(),
-        Some(_) => format!("gemm_coop ({}×{} subgroups, split {})", o.coop_tile.0, o.coop_tile.1, o.coop_split),
+        Some(_) => format!("gemm_coop ({}×{} subgroups, unroll {})", o.coop_tile.0, o.coop_tile.1, o.coop_unroll),
         None => "gemm".into(),
     }
 }
@@ -106,7 +107,7 @@ fn prologue(input: Input) -> usize {
 }
 
 /// The tensor-core GEMM's kernels, when they take these rows of `w`.
-fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<[[KernelId; 2]; 2]> {
+fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
     rec.dev().kernels.gemm_coop.filter(|_| w.coop && rows > GEMV_ROWS)
 }
 
@@ -117,20 +118,23 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     if rows == 1 && row_fits(rec, w) {
         return row(rec, w, x, xr0, out, input);
     }
-    let coop = coop_kernels(rec, w, rows);
+    if let Some(coop) = coop_kernels(rec, w, rows) {
+        let scale = match input {
+            Input::Plain => None,
+            Input::Scaled(s) => Some(s),
+            Input::Swiglu(_) | Input::Residual { .. } => unreachable!("these fuse with few rows only"),
+        };
+        return tensor_cores(rec, coop, w, (x, xr0), out, rows, scale);
+    }
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
     // Every matrix-vector variant binds 3 (the plain one to x, which it never reads).
     let (gemm, gemv, third) = match input {
-        Input::Plain => (coop.map_or(kernels.gemm[dt], |c| c[dt - 1][0]), &kernels.gemv[dt], x),
-        Input::Scaled(s) => (coop.map_or(kernels.gemm_scaled[dt], |c| c[dt - 1][1]), &kernels.gemv_scaled[dt], s),
+        Input::Plain => (kernels.gemm[dt], &kernels.gemv[dt], x),
+        Input::Scaled(s) => (kernels.gemm_scaled[dt], &kernels.gemv_scaled[dt], s),
         Input::Swiglu(s) => (kernels.gemm[dt], &kernels.gemv_swiglu[dt], s),
         Input::Residual { .. } => unreachable!("the residual fuses with one row only"),
-    };
-    let tile = match coop {
-        Some(_) => (32 * kernels.options.coop_tile.0 as usize, 32 * kernels.options.coop_tile.1 as usize),
-        None => (64, 64),
     };
     for part in &w.parts {
         let mut binds = vec![
@@ -150,11 +154,11 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             rows: n as u32,
         };
         if rows > GEMV_ROWS {
-            // The plain tiled kernel has no binding 3 (the tensor-core one binds x there).
-            if matches!(input, Input::Plain) && coop.is_none() {
+            // The plain tiled kernel has no binding 3.
+            if matches!(input, Input::Plain) {
                 binds.truncate(3);
             }
-            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, tile.1), groups_for(rows, tile.0), 1]);
+            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
             continue;
         }
         // Four rows at a time; a single row has its own variant.
@@ -164,6 +168,82 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
             r += n;
         }
+    }
+}
+
+/// split.wgsl's parameters.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct SplitParams {
+    k: u32,
+    k16: u32,
+    xr0: u32,
+    lo: u32,
+}
+
+/// gemm_coop.wgsl's parameters.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CoopParams {
+    k16: u32,
+    ldw: u32,
+    n: u32,
+    row0: u32,
+    rows_w: u32,
+    yr0: u32,
+    rows: u32,
+    lo: u32,
+}
+
+/// x's rows cut into f16 parts (split.wgsl), then the product on the tensor cores, one
+/// dispatch per part of W, times `scale` per column when given.
+fn tensor_cores(
+    rec: &mut Recorder,
+    coop: Coop,
+    w: &Matrix,
+    (x, xr0): (&Arc<Store>, usize),
+    out: &Arc<Store>,
+    rows: usize,
+    scale: Option<&Arc<Store>>,
+) {
+    let (wm, wn) = rec.dev().kernels.options.coop_tile;
+    let k16 = w.k.next_multiple_of(16);
+    // Whole tiles of rows, which the GEMM reads.
+    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
+    let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
+        Ok(b) => b,
+        Err(e) => return rec.fail(e),
+    };
+    let lo = halves as u32;
+    let binds = [(0, Bind::Buf(x.clone())), (1, Bind::Buf(parts.clone())), (2, Bind::Buf(inv.clone()))];
+    let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo };
+    rec.dispatch(coop.split, &binds, &p, [rows as u32, 1, 1]);
+    let kernel = coop.gemm[usize::from(scale.is_some())];
+    for part in &w.parts {
+        // The plain kernel binds 4 too (to the row scales, which it reads as 3).
+        let binds = [
+            (0, Bind::Buf(part.store.clone())),
+            (1, Bind::Buf(parts.clone())),
+            (2, Bind::Buf(out.clone())),
+            (3, Bind::Buf(inv.clone())),
+            (4, Bind::Buf(scale.unwrap_or(&inv).clone())),
+        ];
+        let p = CoopParams {
+            k16: k16 as u32,
+            ldw: 8 * w.g8 as u32,
+            n: w.n as u32,
+            row0: part.row0 as u32,
+            rows_w: part.rows as u32,
+            yr0: 0,
+            rows: rows as u32,
+            lo,
+        };
+        rec.dispatch(
+            kernel,
+            &binds,
+            &p,
+            [groups_for(part.rows, 64 * wn as usize), groups_for(rows, 32 * wm as usize), 1],
+        );
     }
 }
 

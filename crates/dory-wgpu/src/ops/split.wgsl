@@ -1,0 +1,54 @@
+// x's rows for the tensor-core GEMM (gemm_coop.wgsl): row r of x times s_r, a power of two
+// that puts its largest magnitude in [2¹², 2¹³), as hi = s_r x cut to f16's 11 significant
+// bits and lo = f16(s_r x − hi), so that hi + lo keeps ~22 bits of every value and neither
+// part leaves f16's range; rows widened from k to k16 with zeros; 1/s_r beside. One
+// workgroup per row.
+
+enable f16;
+
+struct P {
+    k: u32,   // width of a row of x (a multiple of 4)
+    k16: u32, // width of a row of the parts (k rounded up to 16)
+    xr0: u32, // first row of x
+    lo: u32,  // where the lo part starts in xa (halves)
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> xa: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read_write> xinv: array<f32>;
+
+const WG: u32 = 256u;
+// 0 drops the lo part (for measuring what it adds).
+override LO: u32 = 1u;
+
+@compute @workgroup_size(256)
+fn split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let r = wid.x;
+    let k4 = p.k / 4u;
+    let src = (p.xr0 + r) * k4;
+    var top = vec4<f32>(0.0);
+    for (var i = lid; i < k4; i = i + WG) {
+        top = max(top, abs(x[src + i]));
+    }
+    let most = seg_max4(top, lid, WG);
+    // The exponent of the largest magnitude, kept where s and 1/s are normal f32s.
+    let e = clamp(frexp(max(max(most.x, most.y), max(most.z, most.w))).exp, -100, 100);
+    let s = ldexp(1.0, 13 - e);
+    let dst = r * (p.k16 / 4u);
+    for (var i = lid; i < p.k16 / 4u; i = i + WG) {
+        var v = vec4<f32>(0.0);
+        if (i < k4) {
+            v = x[src + i] * s;
+        }
+        // hi: v's top 11 significant bits, cut with a mask (a rounding conversion and its
+        // way back can be folded into nothing by a compiler; the mask cannot), so that
+        // v − hi is exact and holds the rest.
+        let top = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+        xa[dst + i] = vec4<f16>(top);
+        xa[p.lo / 4u + dst + i] = vec4<f16>((v - top) * f32(LO));
+    }
+    if (lid == 0u) {
+        xinv[r] = ldexp(1.0, e - 13);
+    }
+}
