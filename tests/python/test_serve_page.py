@@ -109,3 +109,39 @@ def test_the_page_streams_tokens_coloured_by_passes(page_server):
             assert page.is_enabled("#generate")
         finally:
             browser.close()
+
+
+def test_the_page_asks_for_the_api_key_and_sends_it(start_server, tiny_model):
+    server = start_server(tiny_model, "--parallel", "1", "--api-key", "s3cret")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright package is not installed (pip install -r requirements-test.txt)")
+    browser_path = chromium()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page()
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(server.url + "/")
+            # /v1/models answered 401: the page says so and shows the key's field.
+            page.wait_for_selector("#key:not([hidden])")
+            assert "API key" in page.inner_text("#model")
+            page.fill("#api-key", "wrong")
+            page.dispatch_event("#api-key", "change")
+            page.wait_for_function("document.getElementById('model').textContent.includes('API key')")
+            page.fill("#api-key", "s3cret")
+            page.dispatch_event("#api-key", "change")
+            page.wait_for_selector("#legend .swatch")
+            assert "parameters" in page.inner_text("#model")
+            page.fill("#prompt", "hello")
+            page.fill("#max-tokens", "4")
+            page.fill("#exit", "none")
+            page.click("#generate")
+            page.wait_for_function("document.getElementById('status').textContent.startsWith('finished')",
+                                   timeout=60_000)
+            assert page.locator("#output .tok").count() == 4
+            assert errors == [], errors
+        finally:
+            browser.close()

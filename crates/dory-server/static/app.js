@@ -12,9 +12,21 @@ function colour(passes) {
   return `hsl(${Math.round(210 - 210 * t)}, 75%, 85%)`;
 }
 
+// The request headers, with the API key when one is entered (a server started with
+// --api-key answers 401 without it). The key lives for this tab only.
+function headers(extra = {}) {
+  const key = $("api-key").value.trim();
+  return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
+}
+
 async function loadModel() {
   try {
-    const r = await fetch("/v1/models");
+    const r = await fetch("/v1/models", { headers: headers() });
+    if (r.status === 401) {
+      $("key").hidden = false;
+      $("model").textContent = "this server needs an API key: enter it here";
+      return;
+    }
     const m = (await r.json()).data[0];
     maxPasses = m.dory.passes;
     $("model").textContent = `${m.id} · ${m.dory.parameters.toLocaleString()} parameters · ` +
@@ -24,7 +36,7 @@ async function loadModel() {
     $("model").textContent = `cannot read /v1/models: ${e}`;
   }
   const legend = $("legend");
-  legend.textContent = "passes:";
+  legend.replaceChildren("passes:");
   for (let p = 1; p <= maxPasses; p++) {
     const s = document.createElement("span");
     s.className = "swatch";
@@ -89,7 +101,7 @@ async function generate(event) {
   try {
     const r = await fetch("/v1/completions", {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(body),
       signal: controller.signal,
     });
@@ -136,4 +148,9 @@ async function generate(event) {
 
 $("form").addEventListener("submit", generate);
 $("stop").addEventListener("click", () => controller && controller.abort());
+$("api-key").value = sessionStorage.getItem("dory-api-key") || "";
+$("api-key").addEventListener("change", () => {
+  sessionStorage.setItem("dory-api-key", $("api-key").value.trim());
+  loadModel();
+});
 loadModel();

@@ -38,6 +38,11 @@ async fn the_api_key_guards_every_v1_route_and_only_those() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(get(s.addr, "/health").await.status, 200, "/health stays open");
     assert_eq!(get(s.addr, "/").await.status, 200, "the page stays open");
+    // The page asks for the key on a 401 and sends it with both of its /v1 requests.
+    assert!(get(s.addr, "/").await.text().contains("id=\"api-key\""));
+    let js = get(s.addr, "/app.js").await.text();
+    assert!(js.contains("r.status === 401") && js.contains("Authorization: `Bearer ${key}`"));
+    assert_eq!(js.matches("headers: headers(").count(), 2, "both fetches carry the key");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
