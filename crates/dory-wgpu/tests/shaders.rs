@@ -104,8 +104,8 @@ fn every_kernel_validates_and_translates() {
 }
 
 /// wgpu does not check workgroup memory against the device's limit, so the options must:
-/// every tile the backend or the benchmarks would build fits, and a smaller limit gets a
-/// smaller tile or no tensor cores.
+/// every tile the backend or the benchmarks would build fits, and a device with less than
+/// the default tile takes has no tensor cores.
 #[test]
 fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
@@ -116,5 +116,6 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
         }
     }
     assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
-    assert!(!Options::new(Reduce::Subgroup, true, 2048).coop);
+    assert_eq!(coop_workgroup_bytes(Options::new(Reduce::Subgroup, true, 49152).coop_tile), 1024);
+    assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }

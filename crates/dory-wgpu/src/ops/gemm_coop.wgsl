@@ -17,7 +17,7 @@
 // rows and columns that are not written, or meets x's zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators, and stores through `let` copies.
+// hence named accumulators, stored as the arguments of a function.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -170,14 +170,14 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         c12 = mma2(h1, l1, b2, c12);
         c13 = mma2(h1, l1, b3, c13);
     }
-    let t00 = c00;
-    let t01 = c01;
-    let t02 = c02;
-    let t03 = c03;
-    let t10 = c10;
-    let t11 = c11;
-    let t12 = c12;
-    let t13 = c13;
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+}
+
+// The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
+fn emit_block(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
+) {
     emit(t00, sg, lane, r0, j0, scaled);
     emit(t01, sg, lane, r0, j0 + 16u, scaled);
     emit(t02, sg, lane, r0, j0 + 32u, scaled);
