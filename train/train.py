@@ -427,6 +427,11 @@ def evaluate(a, model, val, bos, device, amp, decode: bool) -> dict:
             h = perplexity.score(model, perplexity.text_windows(held, bos, a.seq + 1), a.batch, device,
                                  nbytes, a.decode_eval_iters, dtype)
             out["heldout"] = {"file": str(path), **h}
+    if a.train_passes > model.cfg.passes:
+        # Where the loop's best read-out lies when it is trained beyond P: parallel
+        # semantics, passes 1..--train-passes (the first P as val_ppl_per_pass).
+        out["val_ppl_train_passes"] = [round(p, 4) for p in perplexity.per_pass(
+            model, wins, a.batch, device, dtype, passes=a.train_passes)]
     model.train()
     return out
 

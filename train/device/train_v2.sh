@@ -257,6 +257,7 @@ for n, e in summary["race"].items():
     h = (e or {}).get("heldout") or {}
     print(json.dumps({"race": n, "steps": (e or {}).get("steps"), "tokens": (e or {}).get("tokens"),
                       "heldout_ppl_per_pass": h.get("ppl_per_pass"),
+                      "val_ppl_train_passes": (e or {}).get("val_ppl_train_passes"),
                       "heldout_ppl_decode": {p: v[-1] for p, v in (h.get("ppl_decode") or {}).items()}}))
 f = summary["final"] or {}
 print(json.dumps({"chosen": chosen, "tokens": f.get("tokens"),

@@ -152,5 +152,8 @@ def test_training_may_run_more_passes_than_the_model(data, tmp_path):
     records = [json.loads(x) for x in (tmp_path / "run/log.jsonl").read_text().splitlines()]
     assert {r["passes"] for r in records if "loss" in r} == {3}
     assert load(tmp_path / "run/model").cfg.passes == 2 and len(result["val_ppl_per_pass"]) == 2
+    # the evaluation also reads the loop out up to pass 3 (its first two: the per-pass ones)
+    assert len(result["val_ppl_train_passes"]) == 3
+    assert result["val_ppl_train_passes"][:2] == pytest.approx(result["val_ppl_per_pass"], rel=1e-3)
     with pytest.raises(SystemExit, match="up to 3 passes"):
         run(data, tmp_path / "bad", "--steps", "1", "--train-passes", "3")  # run() gives 2 weights
