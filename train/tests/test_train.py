@@ -157,3 +157,19 @@ def test_training_may_run_more_passes_than_the_model(data, tmp_path):
     assert result["val_ppl_train_passes"][:2] == pytest.approx(result["val_ppl_per_pass"], rel=1e-3)
     with pytest.raises(SystemExit, match="up to 3 passes"):
         run(data, tmp_path / "bad", "--steps", "1", "--train-passes", "3")  # run() gives 2 weights
+
+
+def test_diagnose_passes_reads_the_loop_out_beyond_p(data, tmp_path):
+    """diagnose_passes.py on a trained folder: parallel read-outs past P (its first P equal
+    the trainer's per-pass evaluation on the same windows), and the decode semantics."""
+    import diagnose_passes
+
+    run(data, tmp_path / "run", "--steps", "3")
+    out = diagnose_passes.main(["--model", str(tmp_path / "run/model"), "--data", str(data), "--windows", "4",
+                                "--context", "33", "--passes", "3", "--decode", "1,2", "--iters", "2"])
+    for split in ("val", "train"):
+        par = out[split]["parallel"]
+        assert len(par["ppl"]) == 3 and par["cos_prev_state"][0] is None and 0 < par["cos_prev_state"][2] <= 1
+        # decode semantics with 1 pass is the parallel one
+        assert out[split]["decode"][1][-1] == pytest.approx(par["ppl"][0], rel=1e-4)
+        assert len(out[split]["decode"][2]) == 2
