@@ -8,7 +8,9 @@ optimiser step; learnable vectors with nGPT's re-parametrisation (model.py); Ada
 weight decay; bf16 autocast on CUDA; linear warm-up, then WSD (constant, then a linear
 decay over the last --decay fraction) or cosine. Each batch runs a random number of passes
 drawn from --pass-weights (so every exit point is trained), with optional losses on the
-intermediate read-outs (--readout-loss); --decode-frac of the batches train in the decode
+intermediate read-outs (--readout-loss) and a penalty on any pass that does not beat the one
+before it (--mono-loss); batches may run more passes than the model is run for
+(--train-passes), so that its read-outs still improve at pass P; --decode-frac of the batches train in the decode
 regime (the other positions' keys and values from the final pass of a no-grad forward,
 the token's own from the current pass: what decoding sees, spec §5).
 
@@ -67,6 +69,17 @@ def parse(argv=None):
                          "(default 1,1,2,4,…: doubling towards P from pass 2)")
     ap.add_argument("--readout-loss", type=float, default=0.0,
                     help="weight of each intermediate read-out's loss")
+    ap.add_argument("--train-passes", type=int, default=0,
+                    help="most passes a training batch runs (0: the config's P); more than P trains "
+                         "the loop beyond the passes it is run for, so that the read-outs keep "
+                         "improving up to pass P (--pass-weights then has this many entries)")
+    ap.add_argument("--mono-loss", type=float, default=0.0,
+                    help="weight of the monotonicity penalty: in a batch of k > 1 passes with "
+                         "read-outs, Σ_j relu(L_j − L_(j−1) + --mono-margin) over its passes j = 2..k "
+                         "(L_j the mean cross-entropy of pass j's read-out): every pass must "
+                         "pay by the margin")
+    ap.add_argument("--mono-margin", type=float, default=0.01,
+                    help="nats by which each pass's loss should fall below the previous pass's")
     ap.add_argument("--decode-frac", type=float, default=0.0, help="fraction of batches in the decode regime")
     ap.add_argument("--decode-iters", type=int, default=1, help="no-grad forwards that give the decode regime its keys")
     ap.add_argument("--dropout", type=float, default=0.0,
@@ -100,6 +113,8 @@ def parse(argv=None):
     a = ap.parse_args(argv)
     if not a.steps and not a.time_budget:
         ap.error("give --steps, --time-budget or both")
+    if a.train_passes < 0 or a.mono_loss < 0:
+        ap.error("--train-passes and --mono-loss must be ≥ 0")
     return a
 
 
@@ -148,7 +163,8 @@ def step_plan(a, step: int, passes: int) -> tuple[int, bool]:
     else:
         weights = [float(w) for w in a.pass_weights.split(",")]
     if len(weights) != passes:
-        raise SystemExit(f"--pass-weights has {len(weights)} entries; the model has {passes} passes")
+        raise SystemExit(f"--pass-weights has {len(weights)} entries; training runs up to {passes} passes "
+                         "(the config's P, or --train-passes)")
     r = random.Random(a.seed * 1_000_003 + step)
     p = r.choices(range(1, passes + 1), weights=weights)[0]
     return p, r.random() < a.decode_frac
@@ -156,6 +172,25 @@ def step_plan(a, step: int, passes: int) -> tuple[int, bool]:
 
 def ce(model, state, targets) -> torch.Tensor:
     return F.cross_entropy(model.logits(state).float().flatten(0, 1), targets.flatten())
+
+
+def combine(a, per_pass: list[torch.Tensor]) -> torch.Tensor:
+    """A batch's loss from the mean cross-entropy of each pass's read-out (the last is the
+    batch's final pass; with neither read-out loss nor monotonicity penalty, only it):
+    the final loss and --readout-loss × each intermediate one, normalised by the weights'
+    sum; plus --mono-loss × Σ_j relu(L_j − L_(j−1) + --mono-margin), which is zero while
+    every pass beats the one before it by the margin and otherwise pushes the later pass
+    down and the earlier one up (both sides carry the gradient: the loop's shared weights
+    must make the difference, not only lower one read-out)."""
+    final = per_pass[-1]
+    k = len(per_pass)
+    loss = final
+    if a.readout_loss > 0 and k > 1:
+        loss = (final + a.readout_loss * sum(per_pass[:-1])) / (1 + a.readout_loss * (k - 1))
+    if a.mono_loss > 0 and k > 1:
+        loss = loss + a.mono_loss * sum(F.relu(per_pass[j] - per_pass[j - 1] + a.mono_margin)
+                                        for j in range(1, k))
+    return loss
 
 
 def main(argv=None) -> dict:
@@ -234,7 +269,7 @@ def main(argv=None) -> dict:
         lr = learning_rate(a, step, prog)
         for g in opt.param_groups:
             g["lr"] = lr
-        passes, decode = step_plan(a, step, cfg.passes)
+        passes, decode = step_plan(a, step, a.train_passes or cfg.passes)
         x, y = batches.next()
         with amp:
             kv = None
@@ -243,12 +278,11 @@ def main(argv=None) -> dict:
                     _, kv = model(x, passes=passes, layer_fns=fns)
                     for _ in range(a.decode_iters - 1):
                         _, kv = model(x, passes=passes, final_kv=kv, layer_fns=fns)
-            states, _ = net(x, passes=passes, readouts=a.readout_loss > 0, final_kv=kv, layer_fns=fns)
-            final = ce(model, states[-1], y)
-            loss = final
-            if a.readout_loss > 0 and passes > 1:
-                loss = (final + a.readout_loss * sum(ce(model, s, y) for s in states[:-1])) / \
-                    (1 + a.readout_loss * (passes - 1))
+            readouts = a.readout_loss > 0 or a.mono_loss > 0
+            states, _ = net(x, passes=passes, readouts=readouts, final_kv=kv, layer_fns=fns)
+            per_pass = [ce(model, s, y) for s in states] if readouts else [ce(model, states[-1], y)]
+            final = per_pass[-1]
+            loss = combine(a, per_pass)
         loss.backward()
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
@@ -258,7 +292,7 @@ def main(argv=None) -> dict:
         step += 1
         seen += a.batch * a.seq * world
         window_tokens += a.batch * a.seq * world
-        readouts = passes if a.readout_loss > 0 else 1
+        readouts = passes if a.readout_loss > 0 or a.mono_loss > 0 else 1
         window_flops += a.batch * a.seq * world * train_step_per_token(
             cfg, a.seq, passes, readouts, a.decode_iters if decode else 0)
         if first_loss is None:
@@ -393,6 +427,11 @@ def evaluate(a, model, val, bos, device, amp, decode: bool) -> dict:
             h = perplexity.score(model, perplexity.text_windows(held, bos, a.seq + 1), a.batch, device,
                                  nbytes, a.decode_eval_iters, dtype)
             out["heldout"] = {"file": str(path), **h}
+    if a.train_passes > model.cfg.passes:
+        # Where the loop's best read-out lies when it is trained beyond P: parallel
+        # semantics, passes 1..--train-passes (the first P as val_ppl_per_pass).
+        out["val_ppl_train_passes"] = [round(p, 4) for p in perplexity.per_pass(
+            model, wins, a.batch, device, dtype, passes=a.train_passes)]
     model.train()
     return out
 

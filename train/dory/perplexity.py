@@ -57,16 +57,19 @@ def _ce(model, state, targets) -> float:
     return float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
 
 
-def per_pass(model, wins: torch.Tensor, batch: int, device, autocast=None) -> list[float]:
-    """Perplexity after each pass 1..P: [ppl_1, …, ppl_P]."""
-    sums, count = per_pass_nll(model, wins, batch, device, autocast)
+def per_pass(model, wins: torch.Tensor, batch: int, device, autocast=None,
+             passes: int | None = None) -> list[float]:
+    """Perplexity after each pass 1..P (or 1..passes): [ppl_1, …, ppl_P]."""
+    sums, count = per_pass_nll(model, wins, batch, device, autocast, passes)
     return [math.exp(s / count) for s in sums]
 
 
 @torch.no_grad()
-def per_pass_nll(model, wins: torch.Tensor, batch: int, device, autocast=None) -> tuple[list[float], int]:
-    """Summed −ln p of the targets after each pass 1..P, and the number of targets."""
-    passes = model.cfg.passes
+def per_pass_nll(model, wins: torch.Tensor, batch: int, device, autocast=None,
+                 passes: int | None = None) -> tuple[list[float], int]:
+    """Summed −ln p of the targets after each pass 1..P (or 1..passes, which may exceed
+    P: the loop run further than the model is), and the number of targets."""
+    passes = passes or model.cfg.passes
     sums, count = [0.0] * passes, 0
     for a in range(0, len(wins), batch):
         w = wins[a:a + batch].to(device)

@@ -122,3 +122,54 @@ def test_the_same_script_runs_data_parallel(data, tmp_path):
     start = next(r for r in records if r.get("event") == "start")
     assert start["world"] == 2 and start["tokens_per_step"] == 2 * 4 * 32
     assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 4
+
+
+def test_mono_loss_penalises_a_pass_that_does_not_pay():
+    """combine(): the read-out mix, plus --mono-loss × Σ relu(L_j − L_(j−1) + margin)."""
+    a = trainer.parse(["--config", "c", "--data", "d", "--out", "o", "--steps", "1",
+                       "--readout-loss", "0.5", "--mono-loss", "2", "--mono-margin", "0.1"])
+    falls = [torch.tensor(3.0), torch.tensor(2.5), torch.tensor(2.0)]
+    mix = (2.0 + 0.5 * (3.0 + 2.5)) / (1 + 0.5 * 2)
+    assert float(trainer.combine(a, falls)) == pytest.approx(mix)  # every pass pays: no penalty
+    l = [torch.tensor(v, requires_grad=True) for v in (3.0, 2.5, 2.55)]
+    got = trainer.combine(a, l)
+    # pass 3 is worse than pass 2 (+0.05) and the margin is 0.1: penalty 2 × 0.15
+    assert float(got.detach()) == pytest.approx((2.55 + 0.5 * 5.5) / 2 + 2 * 0.15)
+    got.backward()
+    # both sides of the failing pair carry the penalty's gradient; pass 1 only the mix's
+    assert float(l[2].grad) == pytest.approx(0.5 + 2) and float(l[1].grad) == pytest.approx(0.25 - 2)
+    assert float(l[0].grad) == pytest.approx(0.25)
+    one = [torch.tensor(2.0)]
+    assert float(trainer.combine(a, one)) == 2.0  # a 1-pass batch: its loss alone
+    plain = trainer.parse(["--config", "c", "--data", "d", "--out", "o", "--steps", "1"])
+    assert float(trainer.combine(plain, [torch.tensor(9.0)])) == 9.0
+
+
+def test_training_may_run_more_passes_than_the_model(data, tmp_path):
+    """--train-passes: batches draw 1..N passes (here only 3 > P = 2); the model keeps P."""
+    result = run(data, tmp_path / "run", "--steps", "4", "--train-passes", "3", "--pass-weights", "0,0,1",
+                 "--readout-loss", "0.1", "--mono-loss", "1", "--decode-frac", "0.5")
+    records = [json.loads(x) for x in (tmp_path / "run/log.jsonl").read_text().splitlines()]
+    assert {r["passes"] for r in records if "loss" in r} == {3}
+    assert load(tmp_path / "run/model").cfg.passes == 2 and len(result["val_ppl_per_pass"]) == 2
+    # the evaluation also reads the loop out up to pass 3 (its first two: the per-pass ones)
+    assert len(result["val_ppl_train_passes"]) == 3
+    assert result["val_ppl_train_passes"][:2] == pytest.approx(result["val_ppl_per_pass"], rel=1e-3)
+    with pytest.raises(SystemExit, match="up to 3 passes"):
+        run(data, tmp_path / "bad", "--steps", "1", "--train-passes", "3")  # run() gives 2 weights
+
+
+def test_diagnose_passes_reads_the_loop_out_beyond_p(data, tmp_path):
+    """diagnose_passes.py on a trained folder: parallel read-outs past P (its first P equal
+    the trainer's per-pass evaluation on the same windows), and the decode semantics."""
+    import diagnose_passes
+
+    run(data, tmp_path / "run", "--steps", "3")
+    out = diagnose_passes.main(["--model", str(tmp_path / "run/model"), "--data", str(data), "--windows", "4",
+                                "--context", "33", "--passes", "3", "--decode", "1,2", "--iters", "2"])
+    for split in ("val", "train"):
+        par = out[split]["parallel"]
+        assert len(par["ppl"]) == 3 and par["cos_prev_state"][0] is None and 0 < par["cos_prev_state"][2] <= 1
+        # decode semantics with 1 pass is the parallel one
+        assert out[split]["decode"][1][-1] == pytest.approx(par["ppl"][0], rel=1e-4)
+        assert len(out[split]["decode"][2]) == 2
