@@ -45,7 +45,7 @@ if [ "${1:-}" = build ]; then
         # tree's sources newer than what was just built from the other.
         find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
-    cargo build --release --locked -p dory-cli -p dory-wgpu
+    cargo build --release --locked -p dory-cli -p dory-wgpu-bench
     test_bin=$(cargo test --release --locked -p dory-wgpu --test gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -46,13 +46,7 @@ pub struct GpuCache {
     /// Rows of the query store in use (the buffer may hold more).
     q_rows: usize,
     q_cap: usize,
-    landmarks: Option<Sealed>,
-}
-
-struct Sealed {
-    store: Arc<Store>,
-    m: usize,
-    rect: bool,
+    landmarks: Option<o1::Sealed>,
 }
 
 pub struct Wgpu {
@@ -274,9 +268,9 @@ impl Backend for Wgpu {
         // A single row is prepared by attend itself (unless fusing is off).
         let prep = Prep { rope_at, sample };
         let fused = at.rows == 1 && model.dev.kernels.options.fuse_prep;
+        let pb = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
         if !fused {
-            let bufs = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
-            prep::record(&mut self.rec, c, bufs, slots, at, prep);
+            prep::record(&mut self.rec, c, pb, slots, at, prep);
         }
         // Rows see more positions the later they come: the last row sees the most.
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
@@ -289,17 +283,7 @@ impl Backend for Wgpu {
             }
         }
         let gate_scale = &weights.gate_scale;
-        let bufs = AttendBufs {
-            q: &q.store,
-            k,
-            v,
-            qkvg: &qkvg.store,
-            gate_scale,
-            z: &z.store,
-            part: &self.part,
-            q_scale: &weights.q_scale,
-            qs,
-        };
+        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
             _ => None,
@@ -309,15 +293,7 @@ impl Backend for Wgpu {
         attend::record(&mut self.rec, c, &bufs, a);
         if let Some((near, lm)) = sealed {
             let far = !near.far(at.pos0).is_empty();
-            let b = o1::SealedBufs {
-                lm: &lm.store,
-                part: &self.part,
-                q: &q.store,
-                qkvg: &qkvg.store,
-                gate_scale,
-                z: &z.store,
-            };
-            o1::combine(&mut self.rec, c, &b, lm.m, lm.rect, split.chunks, far);
+            o1::combine(&mut self.rec, c, &bufs, lm, split.chunks, far);
         }
     }
 
@@ -364,7 +340,7 @@ impl Backend for Wgpu {
             q: None,
             q_rows: 0,
             q_cap: 0,
-            landmarks: Some(Sealed { store, m: landmarks.m, rect: landmarks.rect }),
+            landmarks: Some(o1::Sealed { store, m: landmarks.m, rect: landmarks.rect }),
         };
         Ok(())
     }
@@ -375,7 +351,7 @@ impl Backend for Wgpu {
             self.rec.fail(gpu_err("push on a layer that is not sealed"));
             return;
         };
-        o1::push(&mut self.rec, &self.model.config, k, v, &lm.store, lm.m, near.slot(leaving));
+        o1::push(&mut self.rec, &self.model.config, k, v, lm, near.slot(leaving));
     }
 
     fn cache_bytes(&self, cache: &GpuCache) -> usize {

@@ -200,6 +200,31 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
 }
 
+/// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
+/// shader tests translate, each a variation of `base`: the single-row
+/// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
+/// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
+/// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
+pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
+    let most = Options::xs_most(workgroup_bytes);
+    let mut all = vec![base];
+    for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
+        all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
+    }
+    if base.coop {
+        all.push(Options { coop: false, ..base });
+        for (tile, unroll) in
+            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
+        {
+            if coop_workgroup_bytes(tile) <= workgroup_bytes {
+                all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
+            }
+        }
+    }
+    all.dedup();
+    all
+}
+
 /// The tensor-core GEMM's kernels: x split into f16 parts, then the product (plain, and
 /// times a per-column scale).
 #[derive(Clone, Copy, Debug)]

@@ -18,7 +18,6 @@
 //! ```
 
 mod backend;
-pub mod bench;
 mod device;
 mod error;
 pub mod kernels;
@@ -31,6 +30,18 @@ pub use backend::{GpuBuf, GpuCache, Wgpu};
 pub use device::{adapters, choose, Caps, GpuDevice, Pick};
 pub use kernels::Reduce;
 pub use model::GpuModel;
+
+/// The backend's pieces that its kernel benchmarks (crate `dory-wgpu-bench`, binary
+/// `dory-wgpu-kernels`) drive one at a time, outside a session: the recorder (with its
+/// GPU timer, `timed` and `gpu_seconds`), device buffers, a matrix uploaded as a model's
+/// weights are, the projection op and the copies. A session needs none of them.
+pub mod hooks {
+    pub use crate::error::gpu_err;
+    pub use crate::model::{upload_matrix, Matrix};
+    pub use crate::ops::copy::{run as copy, run4 as copy4};
+    pub use crate::ops::matmul::{fuses, kernel_name, record as project, Input};
+    pub use crate::record::{Recorder, Store};
+}
 
 /// A session on `model`'s device, with its own caches and scratch.
 pub fn session(model: &std::sync::Arc<GpuModel>, chunk: usize) -> dory::Result<dory::Session<Wgpu>> {

@@ -72,7 +72,7 @@ pub struct GpuModel {
 
 /// Rows of [n, k] tensors stacked into one matrix (the fused projections), in the
 /// tensors' common dtype, or f32 when they differ.
-pub(crate) fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::Result<Matrix> {
+pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::Result<Matrix> {
     let k = tensors[0].shape[1];
     let n: usize = tensors.iter().map(|t| t.shape[0]).sum();
     let dtype = if tensors.iter().all(|t| t.dtype == tensors[0].dtype) { tensors[0].dtype } else { DType::F32 };

@@ -30,7 +30,7 @@ fn option_sets() -> Vec<Options> {
         all.push(Options::new(reduce, false, 16384));
         all.push(Options::new(reduce, false, 49152));
     }
-    for o in dory_wgpu::bench::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
+    for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);
     }
     all
@@ -111,7 +111,7 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);
         assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
-        for v in dory_wgpu::bench::kernel_shapes(o, limit) {
+        for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
             assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 use dory::cache::{Keys, Rows};
 
+use super::prep::PrepBufs;
 use super::row_batches;
 use crate::record::{Bind, Recorder, Store};
 
@@ -87,18 +88,13 @@ pub fn part_len(split: Split, rows: usize, kv_heads: usize, d: usize) -> usize {
     4 * rows * kv_heads * split.chunks * (2 + d)
 }
 
-/// The buffers attend reads and writes.
+/// The buffers attend reads and writes: prep's (attend prepares a single row itself),
+/// and the gate's scale, the output and the chunks' partials.
 pub struct AttendBufs<'a> {
-    pub q: &'a Arc<Store>,
-    pub k: &'a Arc<Store>,
-    pub v: &'a Arc<Store>,
-    pub qkvg: &'a Arc<Store>,
+    pub prep: PrepBufs<'a>,
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
-    pub q_scale: &'a Arc<Store>,
-    /// The query store (a stand-in when the layer keeps none).
-    pub qs: &'a Arc<Store>,
 }
 
 /// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the
@@ -125,17 +121,18 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     let kernels = &rec.dev().kernels;
     let (attend, combine) = (kernels.attend, kernels.combine);
     let direct = a.join && split.chunks == 1;
+    let pb = b.prep;
     let binds = [
-        (0, Bind::Buf(b.q.clone())),
-        (1, Bind::Buf(b.k.clone())),
-        (2, Bind::Buf(b.v.clone())),
-        (3, Bind::Buf(b.qkvg.clone())),
+        (0, Bind::Buf(pb.q.clone())),
+        (1, Bind::Buf(pb.k.clone())),
+        (2, Bind::Buf(pb.v.clone())),
+        (3, Bind::Buf(pb.qkvg.clone())),
         (4, Bind::Buf(b.gate_scale.clone())),
         (5, Bind::Buf(b.z.clone())),
         (6, Bind::Buf(b.part.clone())),
         (7, Bind::Upload),
-        (8, Bind::Buf(b.q_scale.clone())),
-        (9, Bind::Buf(b.qs.clone())),
+        (8, Bind::Buf(pb.q_scale.clone())),
+        (9, Bind::Buf(pb.qs.clone())),
     ];
     let prep = a.prep.unwrap_or(Prep { rope_at: None, sample: 0 });
     let flags =
@@ -166,7 +163,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     }
     let binds = [
         (0, Bind::Buf(b.part.clone())),
-        (1, Bind::Buf(b.qkvg.clone())),
+        (1, Bind::Buf(pb.qkvg.clone())),
         (2, Bind::Buf(b.gate_scale.clone())),
         (3, Bind::Buf(b.z.clone())),
     ];

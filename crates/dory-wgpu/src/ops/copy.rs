@@ -9,7 +9,7 @@ use crate::record::{groups_for, Bind, Recorder, Store};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-pub(crate) struct Params {
+struct Params {
     pub len: u32,
     pub src_at: u32,
     pub dst_at: u32,
@@ -24,12 +24,27 @@ pub fn run(rec: &mut Recorder, dst: &Arc<Store>, dst_at: usize, src: &Arc<Store>
         return;
     }
     let kernel = rec.dev().kernels.copy;
-    let groups = groups_for(len, 256);
-    let x = groups.min(MAX_GROUPS as u32);
-    let y = groups.div_ceil(x);
+    let [x, y] = grid(len);
     let p =
         Params { len: len as u32, src_at: src_at as u32, dst_at: dst_at as u32, moves_at: 0, moves: 0, span: 256 * x };
     rec.dispatch(kernel, &[(0, Bind::Buf(src.clone())), (1, Bind::Buf(dst.clone()))], &p, [x, y, 1]);
+}
+
+/// dst[..len] ← src[..len] in vec4s, 16 bytes per invocation: the copy the kernel
+/// benchmarks (crate `dory-wgpu-bench`) measure the device's bandwidth with.
+pub fn run4(rec: &mut Recorder, dst: &Arc<Store>, src: &Arc<Store>, len: usize) {
+    let kernel = rec.dev().kernels.copy4;
+    let [x, y] = grid(len);
+    let p = Params { len: len as u32, src_at: 0, dst_at: 0, moves_at: 0, moves: 0, span: 256 * x };
+    rec.dispatch(kernel, &[(3, Bind::Buf(src.clone())), (4, Bind::Buf(dst.clone()))], &p, [x, y, 1]);
+}
+
+/// The grid of a copy of `len` items, 256 to a workgroup: [x, y] workgroups with x at
+/// most MAX_GROUPS (item i at gid.y · 256x + gid.x).
+fn grid(len: usize) -> [u32; 2] {
+    let groups = groups_for(len, 256);
+    let x = groups.min(MAX_GROUPS as u32);
+    [x, groups.div_ceil(x)]
 }
 
 /// dst slot `to` ← src slot `from` for each move, slots of `width` floats.

@@ -36,7 +36,8 @@ fn copy_slots(@builtin(global_invocation_id) gid: vec3<u32>) {
     dst[dst_slot * p.len + i] = src[src_slot * p.len + i];
 }
 
-// The bandwidth probe's copy (floors.rs): 16 bytes per invocation.
+// The bandwidth probe's copy (the kernel benchmarks, crate dory-wgpu-bench): 16 bytes
+// per invocation.
 @group(0) @binding(3) var<storage, read> src4: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> dst4: array<vec4<f32>>;
 

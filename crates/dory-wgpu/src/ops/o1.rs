@@ -5,6 +5,7 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 use dory::nystrom::Landmarks;
 
+use super::attend::AttendBufs;
 use crate::device::GpuDevice;
 use crate::record::{Bind, Recorder, Store};
 
@@ -24,6 +25,14 @@ struct Params {
 /// The value o1.wgsl keeps for an empty far span's maximum: exp of it less any score is
 /// 0, where −∞ could give NaN.
 const EMPTY_MAX: f32 = -1.0e30;
+
+/// A sealed layer's landmark state on the device: the buffer `upload` fills, and its
+/// landmarks' count and shape.
+pub struct Sealed {
+    pub store: Arc<Store>,
+    pub m: usize,
+    pub rect: bool,
+}
 
 /// The landmark state in o1.wgsl's order.
 pub fn upload(dev: &GpuDevice, lm: &Landmarks) -> dory::Result<Arc<Store>> {
@@ -49,44 +58,25 @@ fn params(c: &dory::Config, m: usize) -> Params {
 }
 
 /// Absorbs the position in `slot` into the far statistics.
-#[allow(clippy::too_many_arguments)]
-pub fn push(
-    rec: &mut Recorder,
-    c: &dory::Config,
-    k: &Arc<Store>,
-    v: &Arc<Store>,
-    lm: &Arc<Store>,
-    m: usize,
-    slot: usize,
-) {
+pub fn push(rec: &mut Recorder, c: &dory::Config, k: &Arc<Store>, v: &Arc<Store>, lm: &Sealed, slot: usize) {
     let kernel = rec.dev().kernels.push;
-    let binds = [(0, Bind::Buf(k.clone())), (1, Bind::Buf(v.clone())), (2, Bind::Buf(lm.clone()))];
-    let p = Params { slot: slot as u32, ..params(c, m) };
+    let binds = [(0, Bind::Buf(k.clone())), (1, Bind::Buf(v.clone())), (2, Bind::Buf(lm.store.clone()))];
+    let p = Params { slot: slot as u32, ..params(c, lm.m) };
     rec.dispatch(kernel, &binds, &p, [c.heads as u32, 1, 1]);
 }
 
-/// The buffers the sealed combine reads and writes.
-pub struct SealedBufs<'a> {
-    pub lm: &'a Arc<Store>,
-    pub part: &'a Arc<Store>,
-    pub q: &'a Arc<Store>,
-    pub qkvg: &'a Arc<Store>,
-    pub gate_scale: &'a Arc<Store>,
-    pub z: &'a Arc<Store>,
-}
-
-/// Joins the near set's chunks with the far part (when `far`), into z.
-#[allow(clippy::too_many_arguments)]
-pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &SealedBufs, m: usize, rect: bool, chunks: usize, far: bool) {
+/// Joins the near set's chunks, which attend left in `b.part`, with the far part of `lm`
+/// (when `far`), into `b.z`.
+pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, lm: &Sealed, chunks: usize, far: bool) {
     let kernel = rec.dev().kernels.combine_sealed;
     let binds = [
-        (2, Bind::Buf(b.lm.clone())),
+        (2, Bind::Buf(lm.store.clone())),
         (3, Bind::Buf(b.part.clone())),
-        (4, Bind::Buf(b.q.clone())),
-        (5, Bind::Buf(b.qkvg.clone())),
+        (4, Bind::Buf(b.prep.q.clone())),
+        (5, Bind::Buf(b.prep.qkvg.clone())),
         (6, Bind::Buf(b.gate_scale.clone())),
         (7, Bind::Buf(b.z.clone())),
     ];
-    let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(rect), ..params(c, m) };
+    let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(lm.rect), ..params(c, lm.m) };
     rec.dispatch(kernel, &binds, &p, [c.kv_heads as u32, 1, 1]);
 }

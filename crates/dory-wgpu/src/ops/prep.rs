@@ -28,6 +28,7 @@ struct Params {
 }
 
 /// The buffers prep reads and writes.
+#[derive(Clone, Copy)]
 pub struct PrepBufs<'a> {
     pub qkvg: &'a Arc<Store>,
     pub q_scale: &'a Arc<Store>,

@@ -1,47 +1,17 @@
-//! Kernel benchmarks on this device: what bounds a decoded token from below (a copy's
+//! Kernel benchmarks on one device: what bounds a decoded token from below (a copy's
 //! bandwidth, a dependent dispatch's cost) and the projections alone, in every shape of
-//! a model and every kernel shape the backend can be built with, timed on the GPU (pass
-//! timestamps, so the CPU's recording is not counted) after the clocks have ramped up.
-//! These need the backend's own kernels and buffers, hence a module of the backend; the
-//! `dory-wgpu-kernels` binary prints them.
+//! a model and every kernel shape the backend can be built with
+//! (`dory_wgpu::kernels::kernel_shapes`), timed on the GPU (pass timestamps, so the CPU's
+//! recording is not counted) after the clocks have ramped up. They drive the backend's
+//! own kernels and buffers through `dory_wgpu::hooks`; the `dory-wgpu-kernels` binary
+//! prints them. Not part of the engine: a benchmark tool beside the backend.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dory::weights::{DType, TensorView};
-
-use crate::device::GpuDevice;
-use crate::error::gpu_err;
-use crate::kernels::{coop_workgroup_bytes, Gemv1, Options};
-use crate::model::{upload_matrix, Matrix};
-use crate::ops::copy::Params as CopyParams;
-use crate::ops::matmul::{self, Input};
-use crate::ops::MAX_GROUPS;
-use crate::record::{Bind, Recorder, Store};
-
-/// The kernel shapes benchmarks compare, each a variation of `base`: the single-row
-/// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
-/// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
-/// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
-pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
-    let most = Options::xs_most(workgroup_bytes);
-    let mut all = vec![base];
-    for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
-        all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
-    }
-    if base.coop {
-        all.push(Options { coop: false, ..base });
-        for (tile, unroll) in
-            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
-        {
-            if coop_workgroup_bytes(tile) <= workgroup_bytes {
-                all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
-            }
-        }
-    }
-    all.dedup();
-    all
-}
+use dory_wgpu::hooks::{self, gpu_err, upload_matrix, Input, Matrix, Recorder, Store};
+use dory_wgpu::GpuDevice;
 
 /// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs,
 /// after unmeasured passes of at least 50 ms of GPU time in all, so that the clocks,
@@ -95,14 +65,7 @@ pub fn warm_up(dev: &Arc<GpuDevice>, warm: Duration) -> dory::Result<()> {
 }
 
 fn copy4(rec: &mut Recorder, src: &Arc<Store>, dst: &Arc<Store>, bytes: u64) {
-    let kernel = rec.dev().kernels.copy4;
-    let n = (bytes / 16) as usize;
-    let groups = n.div_ceil(256);
-    let x = groups.min(MAX_GROUPS);
-    let y = groups.div_ceil(x);
-    let p = CopyParams { len: n as u32, src_at: 0, dst_at: 0, moves_at: 0, moves: 0, span: 256 * x as u32 };
-    let binds = [(3, Bind::Buf(src.clone())), (4, Bind::Buf(dst.clone()))];
-    rec.dispatch(kernel, &binds, &p, [x as u32, y as u32, 1]);
+    hooks::copy4(rec, dst, src, (bytes / 16) as usize);
 }
 
 /// Bytes per second moved (read plus written) by a 16-byte-per-invocation copy between
@@ -122,14 +85,13 @@ pub fn copy_bandwidth(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
 pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     let (src, buf) = (Store::new(dev, 1024, "dispatch probe source")?, Store::new(dev, 1024, "dispatch probe")?);
     let mut rec = Recorder::new(dev.clone())?;
-    let kernel = dev.kernels.copy;
-    let binds = [(0, Bind::Buf(src)), (1, Bind::Buf(buf.clone()))];
-    let p = CopyParams { len: 1, src_at: 0, dst_at: 1, moves_at: 0, moves: 0, span: 256 };
+    // buf[1] ← src[0]: one float, one workgroup.
+    let probe = |rec: &mut Recorder| hooks::copy(rec, &buf, 1, &src, 0, 1);
     let many = 2000;
-    let gpu = gpu_time(&mut rec, 5, many, |rec, _| rec.dispatch(kernel, &binds, &p, [1, 1, 1]))?;
+    let gpu = gpu_time(&mut rec, 5, many, |rec, _| probe(rec))?;
     let t0 = Instant::now();
     for _ in 0..many {
-        rec.dispatch(kernel, &binds, &p, [1, 1, 1]);
+        probe(&mut rec);
     }
     rec.submit(None)?;
     let cpu = t0.elapsed().as_secs_f64() / many as f64;
@@ -195,13 +157,13 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
         Prologue::Swiglu => Input::Swiglu(&scales),
     };
     let mut rec = Recorder::new(dev.clone())?;
-    if !matmul::fuses(&rec, &mats[0], rows, input) {
+    if !hooks::fuses(&rec, &mats[0], rows, input) {
         return Err(gpu_err(format!("{prologue:?} does not fuse with {rows} rows of [{n}, {k}]")));
     }
     let reps = 4 * mats.len();
     let secs =
-        gpu_time(&mut rec, 5, reps, |rec, i| matmul::record(rec, &mats[i % mats.len()], &x, 0, &out, rows, input))?;
-    let kernel = matmul::kernel_name(&rec, &mats[0], rows, input);
+        gpu_time(&mut rec, 5, reps, |rec, i| hooks::project(rec, &mats[i % mats.len()], &x, 0, &out, rows, input))?;
+    let kernel = hooks::kernel_name(&rec, &mats[0], rows, input);
     Ok(Timing {
         kernel,
         n,

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dory::weights::DType;
-use dory_wgpu::bench::{self, Prologue, Timing};
-use dory_wgpu::kernels::Options;
+use dory_wgpu::kernels::{kernel_shapes, Options};
 use dory_wgpu::{GpuDevice, GpuModel, Pick};
+use dory_wgpu_bench::{self as bench, Prologue, Timing};
 use serde_json::json;
 
 fn arg(name: &str) -> Option<String> {
@@ -97,7 +97,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         ("head", (c.vocab_size, d), Prologue::None),
     ];
     let base = Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes);
-    let variants = if quick { vec![base] } else { bench::kernel_shapes(base, dev.caps.workgroup_bytes) };
+    let variants = if quick { vec![base] } else { kernel_shapes(base, dev.caps.workgroup_bytes) };
     let mut weights = vec![];
     for dtype in dtypes()? {
         for &(name, nk, prologue) in &shapes {
