@@ -12,6 +12,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
+use crate::ops::row_batches;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
 #[repr(C)]
@@ -179,6 +180,7 @@ struct SplitParams {
     k16: u32,
     xr0: u32,
     lo: u32,
+    row0: u32,
 }
 
 /// gemm_coop.wgsl's parameters.
@@ -216,8 +218,10 @@ fn tensor_cores(
     };
     let lo = halves as u32;
     let binds = [(0, Bind::Buf(x.clone())), (1, Bind::Buf(parts.clone())), (2, Bind::Buf(inv.clone()))];
-    let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo };
-    rec.dispatch(coop.split, &binds, &p, [rows as u32, 1, 1]);
+    row_batches(rows, |row0, n| {
+        let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
+        rec.dispatch(coop.split, &binds, &p, [n, 1, 1]);
+    });
     let kernel = coop.gemm[usize::from(scale.is_some())];
     for part in &w.parts {
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).

@@ -11,6 +11,7 @@ struct P {
     k16: u32, // width of a row of the parts (k rounded up to 16)
     xr0: u32, // first row of x
     lo: u32,  // where the lo part starts in xa (halves)
+    row0: u32, // first row of this dispatch (grids hold at most 65535 rows)
 }
 var<immediate> p: P;
 
@@ -24,7 +25,7 @@ override LO: u32 = 1u;
 
 @compute @workgroup_size(256)
 fn split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let r = wid.x;
+    let r = wid.x + p.row0;
     let k4 = p.k / 4u;
     let src = (p.xr0 + r) * k4;
     var top = vec4<f32>(0.0);
