@@ -254,4 +254,36 @@ mod tests {
             }
         }
     }
+
+    /// The two paths timed on the benchmark config's shapes (d 48, 2 KV heads, a 512-row
+    /// chunk, a sliding layer of window 256 and a full one), interleaved:
+    /// `cargo test --release -p dory --lib -- --ignored attention_speed --nocapture`.
+    #[test]
+    #[ignore]
+    fn attention_speed() {
+        let (d, kv_heads, at) = (48, 2, Rows { pos0: 0, rows: 512 });
+        let (kd, qd) = (kv_heads * d, kv_heads * GROUP * d);
+        for keys in [Keys::for_step(LayerKind::Sliding, 256, 512, None), Keys::Full { sample: None }] {
+            let slots = keys.slots(at.end());
+            let cache = CpuCache { k: rand_vec(slots * kd, 1), v: rand_vec(slots * kd, 2), ..Default::default() };
+            let q = rand_vec(at.rows * qd, 3);
+            let a = Attn { keys: &keys, cache: &cache, d, kv_heads, scale: 0.3 };
+            let mut z = vec![0.0; at.rows * qd];
+            let (mut rows, mut blocks) = (vec![], vec![]);
+            for _ in 0..15 {
+                let t = std::time::Instant::now();
+                attend_rows(Isa::best(), &a, &mut z, &q, at);
+                rows.push(t.elapsed().as_secs_f64() * 1e3);
+                let t = std::time::Instant::now();
+                attend_blocks(Isa::best(), &a, &mut z, &q, at);
+                blocks.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let median = |x: &mut Vec<f64>| {
+                x.sort_by(f64::total_cmp);
+                x[x.len() / 2]
+            };
+            let (r, b) = (median(&mut rows), median(&mut blocks));
+            println!("{keys:?}: row by row {r:.2} ms, blocks {b:.2} ms, {:.2}×", r / b);
+        }
+    }
 }
