@@ -178,6 +178,57 @@ pub fn softmax4(isa: Isa, x: &mut [f32], max: &[f32; 4]) -> [f32; 4] {
     sum
 }
 
+/// s[h, j] ← q_h · k_j for the four query heads q4 = [4, d] of one KV head against a tile
+/// of n keys stored transposed, kt = [d, n] (n a multiple of 8), into s = [4, n]: each
+/// load of eight keys' dimension i serves the four heads, and no horizontal sums.
+pub fn scores4(isa: Isa, s: &mut [f32], q4: &[f32], kt: &[f32], n: usize) {
+    let d = q4.len() / 4;
+    assert!(n % 8 == 0 && q4.len() == 4 * d && kt.len() == d * n && s.len() == 4 * n, "[4, n] ← [4, d] · [d, n]");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; the shapes are asserted above.
+        return unsafe { x86::scores4(s, q4, kt, n) };
+    }
+    let _ = isa;
+    s.fill(0.0);
+    for h in 0..4 {
+        let sh = &mut s[h * n..][..n];
+        for (i, kr) in kt.chunks_exact(n).enumerate() {
+            let qi = q4[h * d + i];
+            sh.iter_mut().zip(kr).for_each(|(s, k)| *s += qi * k);
+        }
+    }
+}
+
+/// x ← exp(x − max) for scores x ≤ max, and Σ of the results.
+pub fn exp_sum(isa: Isa, x: &mut [f32], max: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; every access stays inside x.
+        return unsafe { x86::exp_sum(x, max) };
+    }
+    let _ = isa;
+    x.iter_mut().fold(0.0, |s, x| {
+        *x = (*x - max).exp();
+        s + *x
+    })
+}
+
+/// z += Σ_j w_j v_j for the values of a tile v = [n, d], weights w = [n] and z = [d].
+pub fn axpy_rows(isa: Isa, z: &mut [f32], w: &[f32], v: &[f32]) {
+    let d = z.len();
+    assert_eq!(v.len(), w.len() * d, "[n, d] values for n weights");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; the shapes are asserted above.
+        return unsafe { x86::axpy_rows(z, w, v) };
+    }
+    let _ = isa;
+    for (&w, vr) in w.iter().zip(v.chunks_exact(d)) {
+        z.iter_mut().zip(vr).for_each(|(z, &x)| *z += w * x);
+    }
+}
+
 /// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
 pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
     debug_assert_eq!(out.len(), w.len());
@@ -431,6 +482,102 @@ mod x86 {
         out
     }
 
+    /// See `super::scores4`: sixteen keys at a time (eight accumulators, to hide the FMA
+    /// latency), then eight.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn scores4(s: &mut [f32], q4: &[f32], kt: &[f32], n: usize) {
+        let d = q4.len() / 4;
+        let (ps, pq, pk) = (s.as_mut_ptr(), q4.as_ptr(), kt.as_ptr());
+        let mut j = 0;
+        while j + 16 <= n {
+            let (mut a, mut b) = ([_mm256_setzero_ps(); 4], [_mm256_setzero_ps(); 4]);
+            for i in 0..d {
+                let (ka, kb) = (_mm256_loadu_ps(pk.add(i * n + j)), _mm256_loadu_ps(pk.add(i * n + j + 8)));
+                for h in 0..4 {
+                    let qv = _mm256_broadcast_ss(&*pq.add(h * d + i));
+                    a[h] = _mm256_fmadd_ps(qv, ka, a[h]);
+                    b[h] = _mm256_fmadd_ps(qv, kb, b[h]);
+                }
+            }
+            for h in 0..4 {
+                _mm256_storeu_ps(ps.add(h * n + j), a[h]);
+                _mm256_storeu_ps(ps.add(h * n + j + 8), b[h]);
+            }
+            j += 16;
+        }
+        if j < n {
+            let mut a = [_mm256_setzero_ps(); 4];
+            for i in 0..d {
+                let ka = _mm256_loadu_ps(pk.add(i * n + j));
+                for (h, a) in a.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(_mm256_broadcast_ss(&*pq.add(h * d + i)), ka, *a);
+                }
+            }
+            for (h, a) in a.iter().enumerate() {
+                _mm256_storeu_ps(ps.add(h * n + j), *a);
+            }
+        }
+    }
+
+    /// See `super::exp_sum`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn exp_sum(x: &mut [f32], max: f32) -> f32 {
+        let n = x.len();
+        let px = x.as_mut_ptr();
+        let m8 = _mm256_set1_ps(max);
+        let mut acc = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 8 <= n {
+            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(px.add(i)), m8));
+            _mm256_storeu_ps(px.add(i), e);
+            acc = _mm256_add_ps(acc, e);
+            i += 8;
+        }
+        let mut total = sum(acc);
+        if i < n {
+            // The tail through one more 8-lane exp, of which only n − i lanes count.
+            let mut t = [max; 8];
+            t[..n - i].copy_from_slice(&x[i..]);
+            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(t.as_ptr()), m8));
+            _mm256_storeu_ps(t.as_mut_ptr(), e);
+            x[i..].copy_from_slice(&t[..n - i]);
+            total += t[..n - i].iter().sum::<f32>();
+        }
+        total
+    }
+
+    /// See `super::axpy_rows`: z held in registers 32 floats at a time across the tile.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn axpy_rows(z: &mut [f32], w: &[f32], v: &[f32]) {
+        let d = z.len();
+        let (pz, pv) = (z.as_mut_ptr(), v.as_ptr());
+        let mut c = 0;
+        while c + 32 <= d {
+            let mut acc = [0, 1, 2, 3].map(|x| _mm256_loadu_ps(pz.add(c + 8 * x)));
+            for (j, &wj) in w.iter().enumerate() {
+                let wv = _mm256_set1_ps(wj);
+                for (x, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(wv, _mm256_loadu_ps(pv.add(j * d + c + 8 * x)), *a);
+                }
+            }
+            for (x, a) in acc.iter().enumerate() {
+                _mm256_storeu_ps(pz.add(c + 8 * x), *a);
+            }
+            c += 32;
+        }
+        while c + 8 <= d {
+            let mut a = _mm256_loadu_ps(pz.add(c));
+            for (j, &wj) in w.iter().enumerate() {
+                a = _mm256_fmadd_ps(_mm256_set1_ps(wj), _mm256_loadu_ps(pv.add(j * d + c)), a);
+            }
+            _mm256_storeu_ps(pz.add(c), a);
+            c += 8;
+        }
+        for i in c..d {
+            z[i] += w.iter().enumerate().map(|(j, &wj)| wj * v[j * d + i]).sum::<f32>();
+        }
+    }
+
     /// See `super::gemv`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
@@ -609,6 +756,54 @@ mod tests {
                     let s: f64 = want.iter().skip(h).step_by(4).sum();
                     assert!((got as f64 - s).abs() < 1e-6 * s, "{isa:?} {slots} slots, head {h}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn scores4_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for (d, n) in [(1, 8), (13, 8), (48, 16), (48, 24), (64, 32), (7, 40)] {
+                let (q4, kt) = (rand_vec(4 * d, 9), rand_vec(d * n, 10));
+                let mut s = vec![f32::NAN; 4 * n];
+                scores4(isa, &mut s, &q4, &kt, n);
+                let want: Vec<f64> = (0..4 * n)
+                    .map(|x| (0..d).map(|i| q4[x / n * d + i] as f64 * kt[i * n + x % n] as f64).sum())
+                    .collect();
+                assert!(rel_err(&s, &want) < 1e-6, "{isa:?} d {d} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn exp_sum_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for n in [0, 1, 7, 8, 9, 32, 61] {
+                let x: Vec<f32> = rand_vec(n, 11).iter().map(|v| 60.0 * v - 30.0).collect();
+                let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)).max(-5.0);
+                let mut got = x.clone();
+                let sum = exp_sum(isa, &mut got, max);
+                let want: Vec<f64> = x.iter().map(|&v| ((v - max) as f64).exp()).collect();
+                for (&g, &w) in got.iter().zip(&want) {
+                    assert!((g as f64 - w).abs() <= 3e-7 * w + 1e-37, "{isa:?} n {n}: {g} vs {w}");
+                }
+                let s: f64 = want.iter().sum();
+                assert!((sum as f64 - s).abs() <= 1e-6 * s, "{isa:?} n {n}: {sum} vs {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn axpy_rows_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for (d, n) in [(1, 3), (8, 1), (13, 5), (48, 32), (40, 7), (70, 9)] {
+                let (z0, w, v) = (rand_vec(d, 12), rand_vec(n, 13), rand_vec(n * d, 14));
+                let mut z = z0.clone();
+                axpy_rows(isa, &mut z, &w, &v);
+                let want: Vec<f64> = (0..d)
+                    .map(|i| z0[i] as f64 + (0..n).map(|j| w[j] as f64 * v[j * d + i] as f64).sum::<f64>())
+                    .collect();
+                assert!(rel_err(&z, &want) < 1e-6, "{isa:?} d {d} n {n}");
             }
         }
     }

@@ -2,6 +2,7 @@
 //! (projections through a GEMM crate and rayon; attention parallel over rows and KV
 //! heads).
 
+mod attention;
 mod isa;
 mod kernels;
 mod matrix;
@@ -9,6 +10,8 @@ mod o1;
 
 use rayon::prelude::*;
 
+use attention::Attn;
+pub(crate) use attention::KvHead;
 pub use isa::Isa;
 pub use kernels::dot;
 use kernels::{inv_norm, normalize, sigmoid};
@@ -16,7 +19,7 @@ use matrix::Stacked;
 
 use crate::backend::{Backend, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
-use crate::config::{Config, GROUP};
+use crate::config::Config;
 use crate::error::Result;
 use crate::nystrom::{Exported, Landmarks};
 use crate::weights::Weights;
@@ -126,45 +129,6 @@ pub fn session(model: &crate::Model, chunk: usize) -> Result<crate::Session<Cpu>
     Ok(crate::Session::new(crate::Forward::new(backend, &model.config, chunk)?))
 }
 
-/// One KV head's keys and values: [slots, stride] storage, the head at `offset`.
-pub(crate) struct KvHead<'a> {
-    pub k: &'a [f32],
-    pub v: &'a [f32],
-    pub stride: usize,
-    pub offset: usize,
-}
-
-/// The attention of the four query heads of one KV head of one row over the keys in
-/// `slots`: z4 ← Σ_j softmax_j(λ q·k_j) v_j, for z4 and q4 = [4, d]. Each key and value is
-/// read once for the four heads; `scores` holds [slots, 4].
-fn attend_group(
-    isa: Isa,
-    z4: &mut [f32],
-    q4: &[f32],
-    kv: &KvHead,
-    slots: impl Iterator<Item = usize> + Clone,
-    scale: f32,
-    scores: &mut Vec<f32>,
-) {
-    let (k, v, stride, off) = (kv.k, kv.v, kv.stride, kv.offset);
-    let d = z4.len() / GROUP;
-    scores.clear();
-    scores.extend(slots.clone().flat_map(|s| isa::dot4(isa, q4, &k[s * stride + off..][..d]).map(|x| scale * x)));
-    let mut max = [f32::NEG_INFINITY; GROUP];
-    for row in scores.chunks_exact(GROUP) {
-        max.iter_mut().zip(row).for_each(|(m, &x)| *m = m.max(x));
-    }
-    let sum = isa::softmax4(isa, scores, &max);
-    z4.fill(0.0);
-    for (w, s) in scores.chunks_exact(GROUP).zip(slots) {
-        isa::axpy4(isa, z4, w, &v[s * stride + off..][..d]);
-    }
-    for (zh, s) in z4.chunks_exact_mut(d).zip(sum) {
-        let inv = 1.0 / s;
-        zh.iter_mut().for_each(|z| *z *= inv);
-    }
-}
-
 impl Cpu {
     /// q ← N(rope(yq)) ⊙ q_scale; k, v into the cache (and sampled queries): the first half
     /// of `Backend::attend`.
@@ -205,29 +169,23 @@ impl Cpu {
     }
 
     /// z ← the gated attention of the prepared q: the second half of `Backend::attend`.
+    /// A chunk of several rows runs in blocks of rows (`attention::attend_blocks`), a
+    /// single row (decoding, a sealed layer's step) on its own.
     fn attend_prepared(&self, layer: &Layer<CpuCache>, z: &mut [f32], q: &[f32], qkvg: &[f32], at: Rows) {
-        let (keys, cache) = (&layer.keys, &layer.cache);
         let c = &self.c;
-        let (d, qd, kd, nk) = (c.head_dim, c.q_width(), c.kv_width(), c.kv_heads);
-        let (scale, width) = (c.attn_scale, c.qkvg_width());
+        let (qd, kd, width) = (c.q_width(), c.kv_width(), c.qkvg_width());
+        let a =
+            Attn { keys: &layer.keys, cache: &layer.cache, d: c.head_dim, kv_heads: c.kv_heads, scale: c.attn_scale };
+        if at.rows > 1 && !matches!(layer.keys, Keys::Sealed(_)) {
+            attention::attend_blocks(self.isa, &a, z, q, at);
+        } else {
+            attention::attend_rows(self.isa, &a, z, q, at);
+        }
+        // The gate: z ⊙ σ(yg ⊙ gate_scale).
         let gate_scale = &self.layers[layer.index].gate_scale;
-        // One task per (row, KV head): its four query heads share the keys.
-        z[..at.rows * qd].par_chunks_mut(GROUP * d).enumerate().for_each_init(Vec::new, |scores, (t, z4)| {
-            let (r, kh) = (t / nk, t % nk);
-            let p = at.pos0 + r;
-            let slots = keys.visible(p).map(|j| keys.slot(j));
-            let q4 = &q[r * qd + kh * GROUP * d..][..GROUP * d];
-            let kv = KvHead { k: &cache.k, v: &cache.v, stride: kd, offset: kh * d };
-            match (keys, &cache.landmarks) {
-                (Keys::Sealed(near), Some(lm)) => {
-                    o1::attend_sealed(z4, q4, &kv, slots, lm, !near.far(p).is_empty(), scale, scores)
-                }
-                _ => attend_group(self.isa, z4, q4, &kv, slots, scale, scores),
-            }
-            // The gate: z ⊙ σ(yg ⊙ gate_scale).
-            let g = &qkvg[r * width + qd + 2 * kd + kh * GROUP * d..][..GROUP * d];
-            let gs = &gate_scale[kh * GROUP * d..][..GROUP * d];
-            for ((z, g), s) in z4.iter_mut().zip(g).zip(gs) {
+        z[..at.rows * qd].par_chunks_mut(qd).enumerate().for_each(|(r, zr)| {
+            let g = &qkvg[r * width + qd + 2 * kd..][..qd];
+            for ((z, g), s) in zr.iter_mut().zip(g).zip(gate_scale) {
                 *z *= sigmoid(g * s);
             }
         });
