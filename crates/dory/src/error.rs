@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    /// The I/O error is part of the message, not a source: a caller printing the chain
+    /// would say it twice.
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{}: {msg}", path.display())]
     Json { path: PathBuf, msg: String },
     #[error("{}: field `{field}`: {rule}", path.display())]
@@ -28,8 +30,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        Error::Io { path: path.into(), error }
     }
 }
 
