@@ -455,21 +455,29 @@ mod x86 {
         _mm256_mul_ps(p, _mm256_castsi256_ps(scale))
     }
 
-    /// See `super::softmax4`.
+    /// x ← e^{x − m} over whole groups of eight (m repeats with period 8), their sum in
+    /// eight lanes, and where the tail starts.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn softmax4(x: &mut [f32], max: &[f32; 4]) -> [f32; 4] {
-        let n = x.len();
+    unsafe fn exp_sub8(x: &mut [f32], m: __m256) -> (__m256, usize) {
         let px = x.as_mut_ptr();
-        let m4 = _mm_loadu_ps(max.as_ptr());
-        let m8 = _mm256_set_m128(m4, m4);
         let mut acc = _mm256_setzero_ps();
         let mut i = 0;
-        while i + 8 <= n {
-            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(px.add(i)), m8));
+        while i + 8 <= x.len() {
+            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(px.add(i)), m));
             _mm256_storeu_ps(px.add(i), e);
             acc = _mm256_add_ps(acc, e);
             i += 8;
         }
+        (acc, i)
+    }
+
+    /// See `super::softmax4`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn softmax4(x: &mut [f32], max: &[f32; 4]) -> [f32; 4] {
+        let n = x.len();
+        let m4 = _mm_loadu_ps(max.as_ptr());
+        let (acc, i) = exp_sub8(x, _mm256_set_m128(m4, m4));
+        let px = x.as_mut_ptr();
         let mut sum = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
         if i < n {
             // One last slot of four heads: the low half of an 8-lane exp.
@@ -523,16 +531,8 @@ mod x86 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn exp_sum(x: &mut [f32], max: f32) -> f32 {
         let n = x.len();
-        let px = x.as_mut_ptr();
         let m8 = _mm256_set1_ps(max);
-        let mut acc = _mm256_setzero_ps();
-        let mut i = 0;
-        while i + 8 <= n {
-            let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(px.add(i)), m8));
-            _mm256_storeu_ps(px.add(i), e);
-            acc = _mm256_add_ps(acc, e);
-            i += 8;
-        }
+        let (acc, i) = exp_sub8(x, m8);
         let mut total = sum(acc);
         if i < n {
             // The tail through one more 8-lane exp, of which only n − i lanes count.
