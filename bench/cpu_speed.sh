@@ -8,6 +8,8 @@
 #   BINARIES="old=path/to/dory new=target/release/dory"  compare builds (default: this one)
 #   FORMATS="bf16 q8_0"                                  a subset of the formats
 #   THREADS=2                                            --threads for every run
+#   PEER=bench/out/llama/llama-bench                     llama.cpp in every round too, on
+#                                                        bench/llama_peer.sh's models
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -27,6 +29,23 @@ done
 [ -f bench/out/bench-cpu-q8_0/config.json ] || $maker quantize --model bench/out/bench-cpu-bf16 --out bench/out/bench-cpu-q8_0 >/dev/null
 out=bench/out/cpu_speed.jsonl
 : > $out
+# llama-bench on the peer model of a format, its medians and peak RSS in `dory bench`'s shape.
+peer_run() {
+    python3 - "$PEER" "$1" "${THREADS:-$(nproc)}" <<'PY'
+import json, resource, statistics, subprocess, sys
+peer, fmt, threads = sys.argv[1:]
+model = f"{peer.rsplit('/', 1)[0]}/peer-{fmt}.gguf"
+cmd = [peer, "-m", model, "-t", threads, "-p", "512", "-n", "128", "-r", "3", "-o", "jsonl"]
+lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+tests = [json.loads(l) for l in lines if l.startswith("{")]
+speed = lambda t: {"median": statistics.median(t["samples_ts"])}
+pp = next(t for t in tests if t["n_prompt"] == 512)
+tg = next(t for t in tests if t["n_gen"] == 128)
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+print(json.dumps({"backend": "cpu", "commit": pp["build_commit"][:8], "reps": 3,
+                  "pp": speed(pp), "tg": speed(tg), "peak_rss_bytes": rss}))
+PY
+}
 for r in $(seq "$rounds"); do
     for b in $BINARIES; do
         for f in $formats; do
@@ -36,12 +55,15 @@ for r in $(seq "$rounds"); do
             echo "{\"binary\": \"${b%%=*}\", \"format\": \"$f\", \"run\": $line}" >> $out
         done
     done
+    for f in ${PEER:+$formats}; do
+        echo "{\"binary\": \"llama.cpp\", \"format\": \"$f\", \"run\": $(peer_run $f)}" >> $out
+    done
 done
 python3 - "$out" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 print(f"{len(runs)} runs, {runs[0]['run']['reps']} reps each, {runs[0]['run']['backend']}")
-print(f"{'binary':8} {'format':6} {'commit':8} {'pp512 tok/s':>22} {'tg128 tok/s':>22} {'peak RSS':>9} {'weights':>9}")
+print(f"{'binary':9} {'format':6} {'commit':8} {'pp512 tok/s':>22} {'tg128 tok/s':>22} {'peak RSS':>9} {'weights':>9}")
 keys = list(dict.fromkeys((r["binary"], r["format"]) for r in runs))
 for b, f in keys:
     rs = [r["run"] for r in runs if (r["binary"], r["format"]) == (b, f)]
@@ -51,5 +73,5 @@ for b, f in keys:
     held = rs[0].get("weight_bytes")
     held = f"{held / 2**20:.1f} MiB" if held else "n/a"
     span = lambda xs: f"{statistics.median(xs):7.0f} ({min(xs):.0f}–{max(xs):.0f})"
-    print(f"{b:8} {f:6} {rs[0]['commit']:8} {span(pp):>22} {span(tg):>22} {rss:6.0f} MiB {held:>9}")
+    print(f"{b:9} {f:6} {rs[0]['commit']:8} {span(pp):>22} {span(tg):>22} {rss:6.0f} MiB {held:>9}")
 PY

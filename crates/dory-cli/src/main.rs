@@ -50,11 +50,17 @@ fn main() -> std::process::ExitCode {
     }
     let cli = Cli::parse();
     let run = || -> anyhow::Result<()> {
+        let mut b = rayon::ThreadPoolBuilder::new();
         if let Some(n) = cli.threads {
             dory::limits::option("--threads", n, dory::limits::MAX_THREADS)?;
-            rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
+            b = b.num_threads(n);
         }
-        match &cli.command {
+        // Every command runs on the pool, as one of its threads: the CPU backend's
+        // parallel loops (about a hundred a token) then start where the step is, instead of
+        // waking a sleeping caller after each, whose cores the pool's spinning threads hold
+        // meanwhile (decode 1.6–2.0× faster on 2 cores).
+        let pool = b.build()?;
+        pool.install(|| match &cli.command {
             Command::Generate(a) => generate::run(a),
             Command::Info(a) => info::run(a),
             Command::Ppl(a) => ppl::run(a),
@@ -62,7 +68,7 @@ fn main() -> std::process::ExitCode {
             Command::Bench(a) => bench::run(a),
             Command::Quantize(a) => quantize::run(a),
             Command::Serve(a) => serve::run(a),
-        }
+        })
     };
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,

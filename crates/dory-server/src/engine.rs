@@ -95,24 +95,36 @@ impl Engine {
         let (jobs, rx) = crossbeam_channel::bounded::<Job>(queue);
         let stats = Arc::new(Stats::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        // Each worker's steps run on a pool of its share of the threads, its own loop one
+        // of them: a step called from outside a pool would wait asleep while the pool
+        // works, then be woken, once per parallel loop (about a hundred a token), and the
+        // pool's spinning threads would take the cores it needs in between.
+        let threads = (rayon::current_num_threads() / workers).max(1);
         for i in 0..workers {
             let (model, rx, stats, make, ready, fault) =
                 (model.clone(), rx.clone(), stats.clone(), make.clone(), ready_tx.clone(), fault.clone());
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(move |t| format!("dory-worker-{i}.{t}"))
+                .build()
+                .context("cannot start a worker's threads")?;
             std::thread::Builder::new()
                 .name(format!("dory-worker-{i}"))
                 .spawn(move || {
-                    let session = match make(&model) {
-                        Ok(s) => {
-                            let _ = ready.send(Ok((s.forward().backend.name(), s.forward().attention().name())));
-                            s
-                        }
-                        Err(e) => {
-                            let _ = ready.send(Err(e));
-                            return;
-                        }
-                    };
-                    drop(ready);
-                    Worker { model, session, stats, make, fault }.run(rx);
+                    pool.install(move || {
+                        let session = match make(&model) {
+                            Ok(s) => {
+                                let _ = ready.send(Ok((s.forward().backend.name(), s.forward().attention().name())));
+                                s
+                            }
+                            Err(e) => {
+                                let _ = ready.send(Err(e));
+                                return;
+                            }
+                        };
+                        drop(ready);
+                        Worker { model, session, stats, make, fault }.run(rx);
+                    })
                 })
                 .context("cannot start a worker thread")?;
         }

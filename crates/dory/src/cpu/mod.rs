@@ -49,6 +49,9 @@ impl LayerWeights {
     }
 }
 
+/// Its parallel loops run on rayon's current pool: call its steps from a thread of that
+/// pool (`ThreadPool::install`, as the CLI and the server do); from outside one, each loop
+/// sends its work to the pool and sleeps until it is done, about a hundred times a token.
 pub struct Cpu {
     c: Config,
     /// The kernels' instruction set, chosen once.
