@@ -229,6 +229,27 @@ pub fn axpy_rows(isa: Isa, z: &mut [f32], w: &[f32], v: &[f32]) {
     }
 }
 
+/// m ← silu(g ⊙ gs) ⊙ (u ⊙ us), silu(a) = a σ(a) (spec §4's SwiGLU), all of length f.
+pub fn swiglu(isa: Isa, m: &mut [f32], g: &[f32], u: &[f32], gs: &[f32], us: &[f32]) {
+    let f = m.len();
+    assert!(g.len() == f && u.len() == f && gs.len() == f && us.len() == f, "SwiGLU over [f]");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; the five slices hold f elements (asserted).
+        return unsafe { x86::swiglu(m, g, u, gs, us) };
+    }
+    let _ = isa;
+    for j in 0..f {
+        m[j] = silu_mul(g[j] * gs[j], u[j] * us[j]);
+    }
+}
+
+/// a σ(a) b, one element.
+#[inline]
+fn silu_mul(a: f32, b: f32) -> f32 {
+    a / (1.0 + (-a).exp()) * b
+}
+
 /// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
 pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
     debug_assert_eq!(out.len(), w.len());
@@ -593,6 +614,28 @@ mod x86 {
         }
     }
 
+    /// See `super::swiglu`: σ(a) from e = e^{−|a|}, 1 / (1 + e) for a ≥ 0 and e / (1 + e)
+    /// below, so that the exponential never overflows.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn swiglu(m: &mut [f32], g: &[f32], u: &[f32], gs: &[f32], us: &[f32]) {
+        let f = m.len();
+        let (pm, pg, pu, pgs, pus) = (m.as_mut_ptr(), g.as_ptr(), u.as_ptr(), gs.as_ptr(), us.as_ptr());
+        let (one, sign) = (_mm256_set1_ps(1.0), _mm256_set1_ps(-0.0));
+        let mut j = 0;
+        while j + 8 <= f {
+            let a = _mm256_mul_ps(_mm256_loadu_ps(pg.add(j)), _mm256_loadu_ps(pgs.add(j)));
+            let b = _mm256_mul_ps(_mm256_loadu_ps(pu.add(j)), _mm256_loadu_ps(pus.add(j)));
+            let e = exp_neg(_mm256_or_ps(a, sign));
+            let r = _mm256_div_ps(one, _mm256_add_ps(one, e));
+            let sig = _mm256_blendv_ps(r, _mm256_mul_ps(e, r), a);
+            _mm256_storeu_ps(pm.add(j), _mm256_mul_ps(_mm256_mul_ps(a, sig), b));
+            j += 8;
+        }
+        for j in j..f {
+            m[j] = super::silu_mul(g[j] * gs[j], u[j] * us[j]);
+        }
+    }
+
     /// See `super::widen`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn widen(out: &mut [f32], w: Rows) {
@@ -804,6 +847,33 @@ mod tests {
                     .map(|i| z0[i] as f64 + (0..n).map(|j| w[j] as f64 * v[j * d + i] as f64).sum::<f64>())
                     .collect();
                 assert!(rel_err(&z, &want) < 1e-6, "{isa:?} d {d} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn swiglu_matches_the_formula_in_every_isa() {
+        for isa in Isa::available() {
+            for f in [1, 7, 8, 9, 64, 1027] {
+                // Gate inputs from −120 to 120: σ's two branches and the exponential's clamp.
+                let g: Vec<f32> = rand_vec(f, 21).iter().map(|v| 120.0 * v).collect();
+                let (u, gs, us) = (rand_vec(f, 22), rand_vec(f, 23), rand_vec(f, 24));
+                let want: Vec<f64> = (0..f)
+                    .map(|j| {
+                        // From the f32 products (at a = ±120 their rounding alone moves
+                        // e^a by 7e-6).
+                        let (a, b) = ((g[j] * gs[j]) as f64, (u[j] * us[j]) as f64);
+                        a / (1.0 + (-a).exp()) * b
+                    })
+                    .collect();
+                let mut m = vec![f32::NAN; f];
+                swiglu(isa, &mut m, &g, &u, &gs, &us);
+                for (j, (&got, &want)) in m.iter().zip(&want).enumerate() {
+                    assert!(
+                        (got as f64 - want).abs() <= 1e-6 * want.abs() + 1e-30,
+                        "{isa:?} f {f} j {j}: {got} vs {want}"
+                    );
+                }
             }
         }
     }

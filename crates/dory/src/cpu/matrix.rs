@@ -227,7 +227,11 @@ fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
             // SAFETY: columns col … col + m.n of out[rows, n], x[rows, k], w[m.n, k].
             Rows::F32(wf) => unsafe { gemm_f32(out.as_mut_ptr().add(col), n, x, wf, rows, k, m.n, par) },
             stored => {
-                panels.extend((0..m.n).step_by(panel).map(|r| (col + r, stored.slice(r..(r + panel).min(m.n), k))));
+                // As many panels as threads at least, of about equal width: `out` (D
+                // columns) in three panels ran one thread twice while the other waited.
+                let count = m.n.div_ceil(panel).next_multiple_of(rayon::current_num_threads());
+                let size = m.n.div_ceil(count);
+                panels.extend((0..m.n).step_by(size).map(|r| (col + r, stored.slice(r..(r + size).min(m.n), k))));
             }
         }
         col += m.n;

@@ -49,6 +49,9 @@ impl LayerWeights {
     }
 }
 
+/// Rows per task of the loops over rows (a row's work is a few microseconds).
+const MIN_ROWS: usize = 8;
+
 /// Its parallel loops run on rayon's current pool: call its steps from a thread of that
 /// pool (`ThreadPool::install`, as the CLI and the server do); from outside one, each loop
 /// sends its work to the pool and sleeps until it is done, about a hundred times a token.
@@ -238,31 +241,29 @@ impl Backend for Cpu {
 
     fn mix(&mut self, mix: Mix, h: &mut Vec<f32>, x: &Vec<f32>, s: &mut Vec<f32>, rows: usize) {
         let (d, eps) = (self.c.hidden, self.c.eps);
-        for r in 0..rows {
-            let (h, x, s) = (&mut h[r * d..][..d], &x[r * d..][..d], &mut s[r * d..][..d]);
-            match mix {
-                Mix::Enter => {
-                    s.copy_from_slice(x);
+        let (h, s) = (h[..rows * d].par_chunks_mut(d), s[..rows * d].par_chunks_mut(d));
+        h.zip(x[..rows * d].par_chunks(d)).zip(s).with_min_len(MIN_ROWS).for_each(|((h, x), s)| match mix {
+            Mix::Enter => {
+                s.copy_from_slice(x);
+                h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
+                normalize(h, eps);
+            }
+            Mix::Between | Mix::ReadOut => {
+                let r = inv_norm(h, eps);
+                s.iter_mut().zip(h.iter()).for_each(|(s, h)| *s = h * r);
+                if mix == Mix::Between {
                     h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
                     normalize(h, eps);
-                }
-                Mix::Between | Mix::ReadOut => {
-                    let r = inv_norm(h, eps);
-                    s.iter_mut().zip(h.iter()).for_each(|(s, h)| *s = h * r);
-                    if mix == Mix::Between {
-                        h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
-                        normalize(h, eps);
-                    } else {
-                        h.copy_from_slice(s);
-                    }
-                }
-                Mix::Leave => normalize(h, eps),
-                Mix::Resume => {
-                    h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
-                    normalize(h, eps);
+                } else {
+                    h.copy_from_slice(s);
                 }
             }
-        }
+            Mix::Leave => normalize(h, eps),
+            Mix::Resume => {
+                h.iter_mut().zip(s.iter().zip(x)).for_each(|(h, (s, x))| *h = s + x);
+                normalize(h, eps);
+            }
+        });
     }
 
     fn project(&mut self, out: &mut Vec<f32>, mat: Mat, x: &Vec<f32>, rows: usize) {
@@ -324,15 +325,13 @@ impl Backend for Cpu {
     }
 
     fn swiglu(&mut self, layer: usize, m: &mut Vec<f32>, gu: &Vec<f32>, rows: usize) {
-        let f = self.c.ffn;
+        let (f, isa) = (self.c.ffn, self.isa);
         let l = &self.layers[layer];
-        for r in 0..rows {
-            let (g, u) = gu[r * 2 * f..][..2 * f].split_at(f);
-            for (j, m) in m[r * f..][..f].iter_mut().enumerate() {
-                let a = g[j] * l.mlp_gate_scale[j];
-                *m = a * sigmoid(a) * (u[j] * l.mlp_up_scale[j]);
-            }
-        }
+        let gu = gu[..rows * 2 * f].par_chunks(2 * f).with_min_len(MIN_ROWS);
+        m[..rows * f].par_chunks_mut(f).with_min_len(MIN_ROWS).zip(gu).for_each(|(m, gu)| {
+            let (g, u) = gu.split_at(f);
+            isa::swiglu(isa, m, g, u, &l.mlp_gate_scale, &l.mlp_up_scale);
+        });
     }
 
     fn residual(&mut self, layer: usize, part: Part, h: &mut Vec<f32>, o: &Vec<f32>, rows: usize) {
@@ -342,15 +341,15 @@ impl Backend for Cpu {
             Part::Attn => &l.attn_alpha,
             Part::Mlp => &l.mlp_alpha,
         };
-        for r in 0..rows {
-            let (h, o) = (&mut h[r * d..][..d], &o[r * d..][..d]);
+        let o = o[..rows * d].par_chunks(d).with_min_len(MIN_ROWS);
+        h[..rows * d].par_chunks_mut(d).with_min_len(MIN_ROWS).zip(o).for_each(|(h, o)| {
             let (ih, io) = (inv_norm(h, eps), inv_norm(o, eps));
             for ((h, o), a) in h.iter_mut().zip(o).zip(alpha) {
                 let nh = *h * ih;
                 *h = nh + a * (o * io - nh);
             }
             normalize(h, eps);
-        }
+        });
     }
 
     fn logits(&mut self, out: &mut Vec<f32>, h: &Vec<f32>, first: usize, rows: usize) {
