@@ -390,6 +390,48 @@ mod x86 {
         }};
     }
 
+    /// `gemv` of q8_0 rows two at a time, each load of x serving both: decoding's q8_0
+    /// GEMV is bound by its instructions (W sits in cache), and this runs it 1.2× faster.
+    /// (The same for f32, f16 and bf16 rows ran 1.3–1.9× slower, stalled on W's loads.)
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn gemv_q8(out: &mut [f32], q: &[i8], s: &[u16], x: &[f32]) {
+        let (k, n) = (x.len(), out.len());
+        let g = k / GROUP;
+        let mut pairs = out.chunks_exact_mut(2);
+        for (p, o) in (&mut pairs).enumerate() {
+            let j = 2 * p;
+            [o[0], o[1]] = dot_q8_2(&q[j * k..(j + 2) * k], &s[j * g..(j + 2) * g], x);
+        }
+        if let [o] = pairs.into_remainder() {
+            *o = dot_q8(&q[(n - 1) * k..], &s[(n - 1) * g..], x);
+        }
+    }
+
+    /// `dot_q8` of two consecutive rows.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot_q8_2(q: &[i8], s: &[u16], x: &[f32]) -> [f32; 2] {
+        let k = x.len();
+        let g = k / GROUP;
+        let (pq, px) = (q.as_ptr(), x.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 2];
+        for gi in 0..g {
+            let i = gi * GROUP;
+            let mut part = [_mm256_setzero_ps(); 2];
+            for c in (0..GROUP).step_by(8) {
+                let xv = _mm256_loadu_ps(px.add(i + c));
+                for (r, p) in part.iter_mut().enumerate() {
+                    *p = _mm256_fmadd_ps(load_i8(pq.add(r * k + i + c)), xv, *p);
+                }
+            }
+            for (r, a) in acc.iter_mut().enumerate() {
+                let scale = _mm256_cvtph_ps(_mm_set1_epi16(s[r * g + gi] as i16));
+                *a = _mm256_fmadd_ps(part[r], scale, *a);
+            }
+        }
+        [sum(acc[0]), sum(acc[1])]
+    }
+
     /// Σ_g scale_g Σ_{i in g} q_i x_i over the groups of 32 of one q8_0 row.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -603,13 +645,16 @@ mod x86 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
         let k = x.len();
+        if let Rows::Q8(q, s) = w {
+            return gemv_q8(out, q, s, x);
+        }
         for (j, o) in out.iter_mut().enumerate() {
             let r = j * k..(j + 1) * k;
             *o = match w {
                 Rows::F32(w) => dot(&w[r], x),
                 Rows::F16(w) => dot!(load_f16, f16_to_f32, &w[r], x),
                 Rows::Bf16(w) => dot!(load_bf16, bf16_to_f32, &w[r], x),
-                Rows::Q8(q, s) => dot_q8(&q[r], &s[j * k / GROUP..(j + 1) * k / GROUP], x),
+                Rows::Q8(..) => unreachable!("q8_0 rows go in pairs (above)"),
             };
         }
     }
