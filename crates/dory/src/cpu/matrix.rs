@@ -213,39 +213,36 @@ thread_local! {
     static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// out[rows, n] ← x[rows, k] · wᵀ: f32 parts straight through the gemm crate (which
-/// threads them itself), the others in panels of rows of W widened to f32 on the fly,
-/// one rayon task per panel.
+/// out[rows, n] ← x[rows, k] · wᵀ, one rayon task per panel of rows of W: f32 panels
+/// straight through the gemm crate, the others widened to f32 on the fly first. (The gemm
+/// crate's own threading ran f32 prefill about 1.1× slower than these panels.)
 fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
     let (k, n) = (w.k, w.n);
     let panel = (PANEL_BYTES / (4 * k)).clamp(16, 512);
-    let par = if rows * k * n >= PARALLEL_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let mut panels = Vec::new();
     let mut col = 0;
     for m in &w.parts {
-        match m.rows() {
-            // SAFETY: columns col … col + m.n of out[rows, n], x[rows, k], w[m.n, k].
-            Rows::F32(wf) => unsafe { gemm_f32(out.as_mut_ptr().add(col), n, x, wf, rows, k, m.n, par) },
-            stored => {
-                // As many panels as threads at least, of about equal width: `out` (D
-                // columns) in three panels ran one thread twice while the other waited.
-                let count = m.n.div_ceil(panel).next_multiple_of(rayon::current_num_threads());
-                let size = m.n.div_ceil(count);
-                panels.extend((0..m.n).step_by(size).map(|r| (col + r, stored.slice(r..(r + size).min(m.n), k))));
-            }
-        }
+        // As many panels as threads at least, of about equal width: `out` (D columns) in
+        // three panels ran one thread twice while the other waited.
+        let count = m.n.div_ceil(panel).next_multiple_of(rayon::current_num_threads());
+        let size = m.n.div_ceil(count);
+        panels.extend((0..m.n).step_by(size).map(|r| (col + r, m.rows().slice(r..(r + size).min(m.n), k))));
         col += m.n;
     }
     let out = OutPtr(out.as_mut_ptr());
     panels.into_par_iter().for_each(|(col, wb)| {
         let wn = wb.len() / k;
-        PANEL.with_borrow_mut(|p| {
-            p.resize(wn * k, 0.0);
-            isa::widen(isa, p, wb);
-            // SAFETY: this panel's columns col … col + wn of out[rows, n]: no other task
-            // writes them, and the caller's borrow of out outlives the parallel loop.
-            unsafe { gemm_f32(out.at(col), n, x, p, rows, k, wn, gemm::Parallelism::None) };
-        });
+        // SAFETY: this panel's columns col … col + wn of out[rows, n]: no other task writes
+        // them, and the caller's borrow of out outlives the parallel loop.
+        let run = |w: &[f32]| unsafe { gemm_f32(out.at(col), n, x, w, rows, k, wn) };
+        match wb {
+            Rows::F32(w) => run(w),
+            stored => PANEL.with_borrow_mut(|p| {
+                p.resize(wn * k, 0.0);
+                isa::widen(isa, p, stored);
+                run(p);
+            }),
+        }
     });
 }
 
@@ -253,17 +250,7 @@ fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
 ///
 /// # Safety
 /// `out` must be valid for writes of rows − 1 strides of `ld` plus `wn` elements.
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_f32(
-    out: *mut f32,
-    ld: usize,
-    x: &[f32],
-    w: &[f32],
-    rows: usize,
-    k: usize,
-    wn: usize,
-    par: gemm::Parallelism,
-) {
+unsafe fn gemm_f32(out: *mut f32, ld: usize, x: &[f32], w: &[f32], rows: usize, k: usize, wn: usize) {
     debug_assert!(x.len() >= rows * k && w.len() >= wn * k);
     gemm::gemm(
         rows,
@@ -284,7 +271,7 @@ unsafe fn gemm_f32(
         false,
         false,
         false,
-        par,
+        gemm::Parallelism::None,
     );
 }
 
