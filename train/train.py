@@ -330,6 +330,9 @@ def main(argv=None) -> dict:
         (a.out / "eval.json").write_text(json.dumps(result, indent=2) + "\n")
     log(a, main_proc, {"event": "end", **result})
     if world > 1:
+        # Both ranks leave together: a rank whose peer had already torn gloo down hung at
+        # exit in about one run in eight (the CPU test, under a loaded machine).
+        dist.barrier()
         dist.destroy_process_group()
     return result
 
