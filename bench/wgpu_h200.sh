@@ -21,9 +21,11 @@
 #                              (for `run ab`: the two binaries in the same call)
 #   bench/wgpu_h200.sh run ab  the GPU tests (also with the plain GEMM), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
-#                              (the plain GEMM, a tensor-core tile) and profiles of decode
-#                              and of the prompt (also on the plain GEMM), every kernel
-#                              shape (f16), then PyTorch
+#                              (the few-row projection's unrolling, the submission size),
+#                              dory-tiny's decode under the same, the host's time by
+#                              phase and the GPU's by kernel (decode, and the prompt
+#                              also on the plain GEMM), every kernel shape (f16), then
+#                              PyTorch
 #   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
 #                              without, and the larger model's prompt in each tile shape
 set -uo pipefail
@@ -172,8 +174,21 @@ if ((ab)) && [ -f $large/config.json ]; then
     done
     # SWITCHES=0: the other binaries and the profiles only.
     if [ "${SWITCHES:-1}" = 1 ]; then
-        ab_run "plain GEMM" DORY_WGPU_COOP=0
-        ab_run "tensor cores 2,1,2" DORY_WGPU_COOP_TILE=2,1,2
+        ab_run "gemv unroll 8" DORY_WGPU_GEMV=8
+        ab_run "batch 32" DORY_WGPU_BATCH=32
+        # dory-tiny's decode, where the host's time per dispatch is the bound.
+        for sw in defaults DORY_WGPU_GEMV=8 DORY_WGPU_BATCH=16 DORY_WGPU_BATCH=32; do
+            room 30 "dory-tiny $sw" || break
+            env $([ "$sw" = defaults ] || echo "$sw") timeout 30 $dory bench --backend wgpu --model models/dory-tiny --depth 0 --reps 3 --prompt 512 \
+                --gen 128 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$sw\"/" | tee -a "$bench"
+        done
+    fi
+    if room 40 "the host profiles"; then
+        # The host's time split by phase (no timestamps: the submissions run as always).
+        for m in models/dory-tiny $large; do
+            DORY_WGPU_PROFILE=host timeout 20 $dory bench --backend wgpu --model $m --depth 0 --reps 1 --prompt 1 \
+                --gen 64 --exit none 2>&1 | grep -v XDG_RUNTIME | tee -a "$out/profile_host.txt"
+        done
     fi
     if room 60 "the profiles"; then
         # Decode alone (a one-token prompt), then a prompt of 512.
@@ -184,7 +199,7 @@ if ((ab)) && [ -f $large/config.json ]; then
         DORY_WGPU_COOP=0 DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 \
             --prompt 512 --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt_plain.txt"
     fi
-    [ "${SWITCHES:-1}" = 1 ] && floors $large f16 120
+    [ "${SWITCHES:-1}" = 1 ] && floors $large f16 ${FLOORS_S:-120}
 fi
 if [ -f $large/config.json ]; then
     ((ab)) || run $large exact 0 2 64 90

@@ -131,6 +131,9 @@ pub struct Options {
     /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
     pub coop: bool,
     pub gemv1: Gemv1,
+    /// Pieces of a row of W in flight per invocation in the few-row kernel's one-row
+    /// variants (`gemv.wgsl`'s UNROLL: 4 or 8; four rows always take 4).
+    pub gemv_unroll: u32,
     /// The cooperative GEMM's subgroups per workgroup (rows × columns) and slices of 16
     /// inputs loaded before they are multiplied (1 or 2).
     pub coop_tile: (u32, u32),
@@ -150,7 +153,7 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
+    /// DORY_WGPU_GEMV=UNROLL (4 or 8), DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default prep only, since the residual fuses only with gemv1).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
@@ -159,6 +162,7 @@ impl Options {
             reduce,
             coop,
             gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
+            gemv_unroll: 4,
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
             coop_unroll: 2,
@@ -174,6 +178,9 @@ impl Options {
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
             _ => {}
         }
+        if let Some(&[unroll]) = numbers("DORY_WGPU_GEMV").as_deref() {
+            o.gemv_unroll = if unroll >= 8 { 8 } else { 4 };
+        }
         if let Some(&[wm, wn, unroll]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
             (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
         }
@@ -185,6 +192,16 @@ impl Options {
             o.fuse_residual = v.contains("residual");
         }
         o
+    }
+
+    /// The few-row projection's unrolling that these options do not take (for tests and
+    /// benchmarks).
+    pub fn other_gemv_unroll(&self) -> u32 {
+        if self.gemv_unroll == 8 {
+            4
+        } else {
+            8
+        }
     }
 
     /// The vec4s of x gemv1 can hold: up to 8192 floats, less where the device allows less
@@ -201,13 +218,13 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
 }
 
 /// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
-/// shader tests translate, each a variation of `base`: the single-row
-/// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
+/// shader tests translate, each a variation of `base`: the few-row projection's pieces in
+/// flight, the single-row projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
 /// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
 /// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let most = Options::xs_most(workgroup_bytes);
-    let mut all = vec![base];
+    let mut all = vec![base, Options { gemv_unroll: base.other_gemv_unroll(), ..base }];
     for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
         all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
     }
@@ -311,13 +328,16 @@ impl Kernels {
         let mut gemv_swiglu = [[KernelId(0); 2]; 3];
         for (i, &dt) in DTYPES.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
-                gemv[i][j] = b.add("gemv", "gemv", &[("DTYPE", dt), ("XROWS", xrows)]);
-                gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &[("DTYPE", dt), ("XROWS", xrows)]);
+                let unroll = if j == 0 { f64::from(options.gemv_unroll) } else { 4.0 };
+                let c = [("DTYPE", dt), ("XROWS", xrows), ("UNROLL", unroll)];
+                gemv[i][j] = b.add("gemv", "gemv", &c);
+                gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &c);
                 gemv_swiglu[i][j] =
-                    b.add_as("gemv", "gemv", "gemv_swiglu", &[("DTYPE", dt), ("XROWS", xrows), ("SWIGLU", 1.0)]);
+                    b.add_as("gemv", "gemv", "gemv_swiglu", &[c.as_slice(), &[("SWIGLU", 1.0)]].concat());
             }
         }
-        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
+        let gemv_glu =
+            DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt), ("UNROLL", f64::from(options.gemv_unroll))]));
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();

@@ -2,6 +2,9 @@
 //! dispatch (the adapter needs timestamp queries inside passes), summed by kernel name.
 //! Each submission then waits for its timestamps, so wall-clock speed under profiling is
 //! not the engine's; the GPU times are, and `report` sets them beside each other.
+//! With `DORY_WGPU_PROFILE=host` the submissions run as always and the host's wall time
+//! is split instead: recording (between submissions), encoding, submitting, and waiting
+//! for read-backs — where a small model's token goes when the GPU is not the bound.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -10,8 +13,37 @@ use std::sync::{Mutex, OnceLock};
 pub const MAX_DISPATCHES: usize = 2048;
 
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("DORY_WGPU_PROFILE").is_ok_and(|v| v == "1"))
+    mode() == Some("1")
+}
+
+/// Whether the host's time is split (`DORY_WGPU_PROFILE=host`).
+pub fn host() -> bool {
+    mode() == Some("host")
+}
+
+fn mode() -> Option<&'static str> {
+    static MODE: OnceLock<Option<String>> = OnceLock::new();
+    MODE.get_or_init(|| std::env::var("DORY_WGPU_PROFILE").ok()).as_deref()
+}
+
+/// A host phase of a submission.
+#[derive(Clone, Copy)]
+pub enum Phase {
+    Record,
+    Encode,
+    Submit,
+    Wait,
+}
+
+const PHASES: [&str; 4] = ["recording (between submissions)", "encoding", "submitting", "waiting for read-backs"];
+
+/// Per phase: (times, nanoseconds).
+static HOST: Mutex<[(u64, f64); 4]> = Mutex::new([(0, 0.0); 4]);
+
+pub fn add_host(phase: Phase, ns: f64) {
+    let mut h = HOST.lock().expect("profile lock");
+    h[phase as usize].0 += 1;
+    h[phase as usize].1 += ns;
 }
 
 /// Kernel name → (dispatches, GPU nanoseconds).
@@ -24,8 +56,12 @@ pub fn add(kernel: &'static str, ns: f64) {
     e.1 += ns;
 }
 
-/// The table so far (kernels by falling GPU time), or None when nothing was profiled.
+/// The table so far (kernels by falling GPU time, or the host's phases), or None when
+/// nothing was profiled.
 pub fn report() -> Option<String> {
+    if host() {
+        return Some(host_report());
+    }
     let t = TOTALS.lock().expect("profile lock");
     if t.is_empty() {
         return None;
@@ -43,4 +79,19 @@ pub fn report() -> Option<String> {
         );
     }
     Some(out)
+}
+
+fn host_report() -> String {
+    let h = HOST.lock().expect("profile lock");
+    let total: f64 = h.iter().map(|p| p.1).sum();
+    let mut out = format!("host time by phase (DORY_WGPU_PROFILE=host): {:.3} ms in all\n", total / 1e6);
+    for (name, (n, ns)) in PHASES.iter().zip(h.iter()) {
+        out += &format!(
+            "  {name:<34} {n:>8} times {:>10.3} ms {:>6.1} % {:>8.2} µs each\n",
+            ns / 1e6,
+            100.0 * ns / total.max(1.0),
+            ns / 1e3 / (*n).max(1) as f64
+        );
+    }
+    out
 }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytemuck::Pod;
 use smallvec::SmallVec;
@@ -15,6 +16,7 @@ use smallvec::SmallVec;
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
 use crate::kernels::KernelId;
+use crate::profile::{self, Phase};
 
 /// Dispatches recorded before a submission that does not wait (`DORY_WGPU_BATCH`
 /// overrides it; 0: one submission per sync point).
@@ -118,6 +120,8 @@ pub struct Recorder {
     pub gpu_seconds: f64,
     /// The first failure of an op, reported at the next sync point (ops return nothing).
     error: Option<dory::Error>,
+    /// When the last submission returned (`DORY_WGPU_PROFILE=host`).
+    returned: Option<Instant>,
 }
 
 /// Workgroups for `n` items, `per` to a workgroup.
@@ -142,6 +146,7 @@ impl Recorder {
             timed: false,
             gpu_seconds: 0.0,
             error: None,
+            returned: None,
         })
     }
 
@@ -275,6 +280,18 @@ impl Recorder {
             self.uploads.clear();
             return Err(e);
         }
+        let host = crate::profile::host().then(Instant::now);
+        if let (Some(now), Some(last)) = (host, self.returned) {
+            profile::add_host(Phase::Record, (now - last).as_nanos() as f64);
+        }
+        let lap = |phase, since: &mut Option<Instant>| {
+            if let Some(t) = since {
+                let now = Instant::now();
+                profile::add_host(phase, (now - *t).as_nanos() as f64);
+                *t = now;
+            }
+        };
+        let mut since = host;
         self.write_uploads()?;
         let cmds = std::mem::take(&mut self.cmds);
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
@@ -289,13 +306,22 @@ impl Recorder {
             enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
             (staging, bytes)
         });
-        dev.queue.submit([enc.finish()]);
+        let buffer = enc.finish();
+        lap(Phase::Encode, &mut since);
+        dev.queue.submit([buffer]);
+        lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
         }
         drop(cmds);
         self.sweep();
-        read.map(|(staging, bytes)| read_mapped(&dev.device, &staging, bytes)).transpose()
+        let reading = read.is_some();
+        let words = read.map(|(staging, bytes)| read_mapped(&dev.device, &staging, bytes)).transpose();
+        if reading {
+            lap(Phase::Wait, &mut since);
+        }
+        self.returned = since;
+        words
     }
 
     /// Writes this submission's uploads into the arena, grown as needed.

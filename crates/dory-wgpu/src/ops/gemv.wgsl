@@ -1,6 +1,6 @@
 // out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i]: a projection of one row (XROWS = 1) or
 // up to four (XROWS = 4), bound by reading W once. 32 invocations share each row of W,
-// reading it in 16-byte pieces, four in flight each; a workgroup covers 8 rows of W.
+// reading it in 16-byte pieces, UNROLL in flight each; a workgroup covers 8 rows of W.
 // `gemv_scaled` also multiplies column j by scale[row0 + j] (the head's scale). With
 // SWIGLU = 1 (the down projection), x is formed on the way in from the gate and up halves
 // of the row bound as x, gu = [rows, k | k], and scale = [gate_scale | up_scale]: x_i =
@@ -9,6 +9,10 @@
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
+// Pieces of a row in flight per invocation: 4 or 8. A row's last round is masked rather
+// than walked piece by piece, so a row of P pieces per invocation costs ⌈P / UNROLL⌉ waits
+// for memory.
+override UNROLL: u32 = 4u;
 
 const LANES: u32 = 32u;
 
@@ -44,6 +48,17 @@ struct Row {
     sums: vec4<f32>,
 }
 
+// Piece g of the row at `base`, read inside the row when g is past its end (`share` then
+// masks it), so that every load of a round is valid and issued before any is used.
+fn piece(base: u32, g: u32) -> W8 {
+    return load8(base + min(g, p.g8 - 1u));
+}
+
+// Piece g's share of row r's sum: zero past the row's end.
+fn share(w: W8, r: u32, g: u32) -> f32 {
+    return select(0.0, dot8(w, x8(r, g)), g < p.g8);
+}
+
 // Row j of W (this run of 32 invocations') against the rows of x; every invocation of the
 // workgroup must call it (it reduces).
 fn gemv_row(lid: u32, j: u32) -> Row {
@@ -51,25 +66,30 @@ fn gemv_row(lid: u32, j: u32) -> Row {
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
         let base = j * p.g8;
-        var g = lane;
-        loop {
-            if (g + 3u * LANES >= p.g8) {
-                break;
+        for (var g = lane; g < p.g8; g = g + UNROLL * LANES) {
+            // Named pieces, not an array: the loads must stay in registers.
+            let w0 = piece(base, g);
+            let w1 = piece(base, g + LANES);
+            let w2 = piece(base, g + 2u * LANES);
+            let w3 = piece(base, g + 3u * LANES);
+            var w4 = w0;
+            var w5 = w0;
+            var w6 = w0;
+            var w7 = w0;
+            if (UNROLL == 8u) {
+                w4 = piece(base, g + 4u * LANES);
+                w5 = piece(base, g + 5u * LANES);
+                w6 = piece(base, g + 6u * LANES);
+                w7 = piece(base, g + 7u * LANES);
             }
-            let w0 = load8(base + g);
-            let w1 = load8(base + g + LANES);
-            let w2 = load8(base + g + 2u * LANES);
-            let w3 = load8(base + g + 3u * LANES);
             for (var r = 0u; r < XROWS; r = r + 1u) {
-                acc[r] += dot8(w0, x8(r, g)) + dot8(w1, x8(r, g + LANES)) + dot8(w2, x8(r, g + 2u * LANES))
-                    + dot8(w3, x8(r, g + 3u * LANES));
-            }
-            g = g + 4u * LANES;
-        }
-        for (; g < p.g8; g = g + LANES) {
-            let w0 = load8(base + g);
-            for (var r = 0u; r < XROWS; r = r + 1u) {
-                acc[r] += dot8(w0, x8(r, g));
+                var s = share(w0, r, g) + share(w1, r, g + LANES) + share(w2, r, g + 2u * LANES)
+                    + share(w3, r, g + 3u * LANES);
+                if (UNROLL == 8u) {
+                    s += share(w4, r, g + 4u * LANES) + share(w5, r, g + 5u * LANES) + share(w6, r, g + 6u * LANES)
+                        + share(w7, r, g + 7u * LANES);
+                }
+                acc[r] += s;
             }
         }
     }

@@ -92,7 +92,7 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
     }
     match coop_kernels(rec, w, rows) {
-        _ if rows <= GEMV_ROWS => "gemv".into(),
+        _ if rows <= GEMV_ROWS => format!("gemv (unroll {})", if rows == 1 { o.gemv_unroll } else { 4 }),
         Some(_) => format!("gemm_coop ({}×{} subgroups, unroll {})", o.coop_tile.0, o.coop_tile.1, o.coop_unroll),
         None => "gemm".into(),
     }
