@@ -55,10 +55,7 @@ fn main() -> std::process::ExitCode {
             dory::limits::option("--threads", n, dory::limits::MAX_THREADS)?;
             b = b.num_threads(n);
         }
-        // Every command runs on the pool, as one of its threads: the CPU backend's
-        // parallel loops (about a hundred a token) then start where the step is, instead of
-        // waking a sleeping caller after each, whose cores the pool's spinning threads hold
-        // meanwhile (decode 1.2–2.0× faster on 2 cores).
+        // Every command runs on the pool, as one of its threads (why: `dory::Cpu`).
         let pool = b.build()?;
         pool.install(|| match &cli.command {
             Command::Generate(a) => generate::run(a),

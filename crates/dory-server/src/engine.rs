@@ -96,9 +96,7 @@ impl Engine {
         let stats = Arc::new(Stats::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         // Each worker's steps run on a pool of its share of the threads, its own loop one
-        // of them: a step called from outside a pool would wait asleep while the pool
-        // works, then be woken, once per parallel loop (about a hundred a token), and the
-        // pool's spinning threads would take the cores it needs in between.
+        // of them (why: `dory::Cpu`).
         let threads = (rayon::current_num_threads() / workers).max(1);
         for i in 0..workers {
             let (model, rx, stats, make, ready, fault) =

@@ -247,7 +247,7 @@ pub fn swiglu(isa: Isa, m: &mut [f32], g: &[f32], u: &[f32], gs: &[f32], us: &[f
 /// a σ(a) b, one element.
 #[inline]
 fn silu_mul(a: f32, b: f32) -> f32 {
-    a / (1.0 + (-a).exp()) * b
+    a * super::kernels::sigmoid(a) * b
 }
 
 /// out ← the rows of `w` widened to f32, row-major (a GEMM's panel).
@@ -645,17 +645,12 @@ mod x86 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
         let k = x.len();
-        if let Rows::Q8(q, s) = w {
-            return gemv_q8(out, q, s, x);
-        }
-        for (j, o) in out.iter_mut().enumerate() {
-            let r = j * k..(j + 1) * k;
-            *o = match w {
-                Rows::F32(w) => dot(&w[r], x),
-                Rows::F16(w) => dot!(load_f16, f16_to_f32, &w[r], x),
-                Rows::Bf16(w) => dot!(load_bf16, bf16_to_f32, &w[r], x),
-                Rows::Q8(..) => unreachable!("q8_0 rows go in pairs (above)"),
-            };
+        let rows = out.iter_mut().enumerate().map(|(j, o)| (o, j * k..(j + 1) * k));
+        match w {
+            Rows::F32(w) => rows.for_each(|(o, r)| *o = dot(&w[r], x)),
+            Rows::F16(w) => rows.for_each(|(o, r)| *o = dot!(load_f16, f16_to_f32, &w[r], x)),
+            Rows::Bf16(w) => rows.for_each(|(o, r)| *o = dot!(load_bf16, bf16_to_f32, &w[r], x)),
+            Rows::Q8(q, s) => gemv_q8(out, q, s, x),
         }
     }
 
