@@ -21,11 +21,13 @@
 #                              (for `run ab`: the two binaries in the same call)
 #   bench/wgpu_h200.sh run ab  the GPU tests (also with the plain GEMM), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
-#                              (the few-row projection's unrolling, the submission size),
+#                              (AB_SWITCHES; by default the residual's fusion and the
+#                              submission size),
 #                              dory-tiny's decode under the same, the host's time by
 #                              phase and the GPU's by kernel (decode, and the prompt
 #                              also on the plain GEMM), every kernel shape (f16), then
-#                              PyTorch
+#                              PyTorch; PLAIN=0 leaves out the plain GEMM, PROMPT_PROFILES=0
+#                              the prompt's profiles, FLOORS=quick all but the default shapes
 #   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
 #                              without, and the larger model's prompt in each tile shape
 set -uo pipefail
@@ -105,7 +107,7 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
-if ((ab)); then
+if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
     echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
     CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
         | tee "$out/wgpu_tests_plain.log" | tail -15
@@ -172,12 +174,13 @@ if ((ab)) && [ -f $large/config.json ]; then
                 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$tag\"/" | tee -a "$bench"
         done
     done
-    # SWITCHES=0: the other binaries and the profiles only.
+    # SWITCHES=0: the other binaries and the profiles only. AB_SWITCHES: the switches, each
+    # an assignment, tried one at a time on the larger model and on dory-tiny.
+    switches=${AB_SWITCHES:-DORY_WGPU_FUSE=prep DORY_WGPU_BATCH=16 DORY_WGPU_BATCH=32}
     if [ "${SWITCHES:-1}" = 1 ]; then
-        ab_run "gemv unroll 8" DORY_WGPU_GEMV=8
-        ab_run "batch 32" DORY_WGPU_BATCH=32
+        for sw in $switches; do ab_run "$sw" "$sw"; done
         # dory-tiny's decode, where the host's time per dispatch is the bound.
-        for sw in defaults DORY_WGPU_GEMV=8 DORY_WGPU_BATCH=16 DORY_WGPU_BATCH=32; do
+        for sw in defaults $switches; do
             room 30 "dory-tiny $sw" || break
             env $([ "$sw" = defaults ] || echo "$sw") timeout 30 $dory bench --backend wgpu --model models/dory-tiny --depth 0 --reps 3 --prompt 512 \
                 --gen 128 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$sw\"/" | tee -a "$bench"
@@ -194,18 +197,23 @@ if ((ab)) && [ -f $large/config.json ]; then
         # Decode alone (a one-token prompt), then a prompt of 512.
         DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 1 \
             --gen 32 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_decode.txt"
-        DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
-            --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt.txt"
-        DORY_WGPU_COOP=0 DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 \
-            --prompt 512 --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt_plain.txt"
+        if [ "${PROMPT_PROFILES:-1}" = 1 ]; then
+            DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 --prompt 512 \
+                --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt.txt"
+            DORY_WGPU_COOP=0 DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model $large --depth 0 --reps 1 \
+                --prompt 512 --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_large_prompt_plain.txt"
+        fi
     fi
-    [ "${SWITCHES:-1}" = 1 ] && floors $large f16 ${FLOORS_S:-120}
+    # FLOORS=quick: the kernels in their default shapes only.
+    if [ "${SWITCHES:-1}" = 1 ]; then
+        if [ "${FLOORS:-all}" = quick ]; then floors $large f16 60 --quick; else floors $large f16 120; fi
+    fi
 fi
 if [ -f $large/config.json ]; then
     ((ab)) || run $large exact 0 2 64 90
     run $large exact 4096 1 64 90
     # The prompt on the plain GEMM, for the tensor cores' gain.
-    if room 60 "the larger model on the plain GEMM"; then
+    if [ "${PLAIN:-1}" = 1 ] && room 60 "the larger model on the plain GEMM"; then
         DORY_WGPU_COOP=0 timeout 60 $dory bench --backend wgpu --model $large --attention exact --depth 0 --reps 1 \
             --prompt 512 --gen 0 --exit none --json | sed 's/"attention":"exact"/"attention":"exact, plain GEMM"/' | tee -a "$bench"
     fi

@@ -90,6 +90,21 @@ impl Wgpu {
         self.rec.submit(Some((&none, 4))).map(|_| ())
     }
 
+    /// h's twin, where a projection that forms the residual writes the new hidden state
+    /// (made on first use; None after an error, which the recorder then holds).
+    fn twin(&mut self, h: &mut GpuBuf) -> Option<Arc<Store>> {
+        if h.twin.is_none() {
+            match Store::new(&self.model.dev, h.store.bytes, "hidden state") {
+                Ok(s) => h.twin = Some(s),
+                Err(e) => {
+                    self.rec.fail(e);
+                    return None;
+                }
+            }
+        }
+        h.twin.clone()
+    }
+
     /// The step's RoPE table in this submission's uploads, once for all layers.
     fn upload_rope(&mut self, table: &[f32]) -> u32 {
         if let Some((at, len)) = self.rope {
@@ -222,19 +237,13 @@ impl Backend for Wgpu {
     ) {
         let model = self.model.clone();
         let w = model.matrix(mat);
-        if h.twin.is_none() {
-            match Store::new(&model.dev, h.store.bytes, "hidden state") {
-                Ok(s) => h.twin = Some(s),
-                Err(e) => return self.rec.fail(e),
-            }
-        }
-        let twin = h.twin.clone().expect("made above");
-        let alpha = model.layers[layer].alpha(part);
-        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
-        if !matmul::fuses(&self.rec, w, rows, input) {
+        if !matmul::residual_fuses(&self.rec, rows) {
             self.residual(layer, part, h, o, rows);
             return self.project(out, mat, h, rows);
         }
+        let Some(twin) = self.twin(h) else { return };
+        let alpha = model.layers[layer].alpha(part);
+        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
         self.rec.begin_op();
         matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
         h.twin = Some(std::mem::replace(&mut h.store, twin));
@@ -368,14 +377,25 @@ impl Backend for Wgpu {
     fn mlp(&mut self, layer: usize, h: &mut GpuBuf, o: &mut GpuBuf, gu: &mut GpuBuf, m: &mut GpuBuf, rows: usize) {
         let model = self.model.clone();
         let l = &model.layers[layer];
-        // The residual fused into gate|up (gemv1) takes precedence when asked for.
-        if !matmul::glu_fuses(&l.gate_up, rows) || matmul::residual_fuses(&self.rec, &l.gate_up, rows) {
+        let (rec, w) = (&self.rec, &l.gate_up);
+        let residual_too = matmul::residual_fuses(rec, rows) && !matmul::takes_gemv1(rec, w, rows);
+        if residual_too && matmul::glu_fuses(rec, w, rows, Input::Plain) {
+            // The residual, gate|up and SwiGLU in one dispatch.
+            let Some(twin) = self.twin(h) else { return };
+            let input =
+                Input::Residual { o: &o.store, alpha: l.alpha(Part::Attn), h_next: &twin, eps: model.config.eps };
+            self.rec.begin_op();
+            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
+            h.twin = Some(std::mem::replace(&mut h.store, twin));
+        } else if matmul::glu_fuses(rec, w, rows, Input::Plain) && !matmul::residual_fuses(rec, rows) {
+            self.residual(layer, Part::Attn, h, o, rows);
+            self.rec.begin_op();
+            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
+        } else {
+            // The residual in gemv1's prologue when it fuses, SwiGLU then formed in down's.
             self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
             return self.swiglu_down(layer, o, gu, m, rows);
         }
-        self.residual(layer, Part::Attn, h, o, rows);
-        self.rec.begin_op();
-        matmul::glu(&mut self.rec, &l.gate_up, &h.store, &m.store, &l.mlp_scales);
         self.project(o, Mat::Down(layer), m, rows);
     }
 
@@ -383,7 +403,7 @@ impl Backend for Wgpu {
         let model = self.model.clone();
         let l = &model.layers[layer];
         let input = Input::Swiglu(&l.mlp_scales);
-        if !matmul::fuses(&self.rec, &l.down, rows, input) {
+        if !matmul::fuses(&self.rec, rows, input) {
             return dory::backend::swiglu_then_down(self, layer, out, gu, m, rows);
         }
         self.rec.begin_op();

@@ -60,7 +60,7 @@ const fn module(name: &'static str, source: &'static str, libs: &'static [Lib]) 
 }
 
 pub const MODULES: &[Module] = &[
-    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul]),
+    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt]),
     module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
     module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
     Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[]) },
@@ -131,9 +131,6 @@ pub struct Options {
     /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
     pub coop: bool,
     pub gemv1: Gemv1,
-    /// Pieces of a row of W in flight per invocation in the few-row kernel's one-row
-    /// variants (`gemv.wgsl`'s UNROLL: 4 or 8; four rows always take 4).
-    pub gemv_unroll: u32,
     /// The cooperative GEMM's subgroups per workgroup (rows × columns) and slices of 16
     /// inputs loaded before they are multiplied (1 or 2).
     pub coop_tile: (u32, u32),
@@ -142,7 +139,8 @@ pub struct Options {
     pub coop_lo: bool,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
-    /// A decoded row's residual done by the next projection (gemv1's prologue).
+    /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`,
+    /// or in gemv1's prologue).
     pub fuse_residual: bool,
 }
 
@@ -153,22 +151,21 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_GEMV=UNROLL (4 or 8), DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
+    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
-    /// default prep only, since the residual fuses only with gemv1).
+    /// default both).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
             reduce,
             coop,
             gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
-            gemv_unroll: 4,
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
             coop_unroll: 2,
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             fuse_prep: true,
-            fuse_residual: false,
+            fuse_residual: true,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -177,9 +174,6 @@ impl Options {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
             _ => {}
-        }
-        if let Some(&[unroll]) = numbers("DORY_WGPU_GEMV").as_deref() {
-            o.gemv_unroll = if unroll >= 8 { 8 } else { 4 };
         }
         if let Some(&[wm, wn, unroll]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
             (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
@@ -192,16 +186,6 @@ impl Options {
             o.fuse_residual = v.contains("residual");
         }
         o
-    }
-
-    /// The few-row projection's unrolling that these options do not take (for tests and
-    /// benchmarks).
-    pub fn other_gemv_unroll(&self) -> u32 {
-        if self.gemv_unroll == 8 {
-            4
-        } else {
-            8
-        }
     }
 
     /// The vec4s of x gemv1 can hold: up to 8192 floats, less where the device allows less
@@ -218,13 +202,13 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
 }
 
 /// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
-/// shader tests translate, each a variation of `base`: the few-row projection's pieces in
-/// flight, the single-row projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
+/// shader tests translate, each a variation of `base`: the single-row
+/// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
 /// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
 /// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let most = Options::xs_most(workgroup_bytes);
-    let mut all = vec![base, Options { gemv_unroll: base.other_gemv_unroll(), ..base }];
+    let mut all = vec![base];
     for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
         all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
     }
@@ -264,6 +248,9 @@ pub struct Kernels {
     pub gemv_swiglu: [[KernelId; 2]; 3],
     /// gate|up with SwiGLU formed on the way out (one row).
     pub gemv_glu: [KernelId; 3],
+    /// One row whose x is the nGPT residual formed on the way in: [dtype][plain, gate|up
+    /// with SwiGLU].
+    pub gemv_residual: [[KernelId; 2]; 3],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; 3],
     pub gemv1_scaled: [KernelId; 3],
@@ -328,16 +315,18 @@ impl Kernels {
         let mut gemv_swiglu = [[KernelId(0); 2]; 3];
         for (i, &dt) in DTYPES.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
-                let unroll = if j == 0 { f64::from(options.gemv_unroll) } else { 4.0 };
-                let c = [("DTYPE", dt), ("XROWS", xrows), ("UNROLL", unroll)];
+                let c = [("DTYPE", dt), ("XROWS", xrows)];
                 gemv[i][j] = b.add("gemv", "gemv", &c);
                 gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &c);
                 gemv_swiglu[i][j] =
                     b.add_as("gemv", "gemv", "gemv_swiglu", &[c.as_slice(), &[("SWIGLU", 1.0)]].concat());
             }
         }
-        let gemv_glu =
-            DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt), ("UNROLL", f64::from(options.gemv_unroll))]));
+        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
+        let gemv_residual = DTYPES.map(|dt| {
+            let c = [("DTYPE", dt), ("RES", 1.0)];
+            [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
+        });
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
@@ -369,6 +358,7 @@ impl Kernels {
             gemv_scaled,
             gemv_swiglu,
             gemv_glu,
+            gemv_residual,
             gemv1,
             gemv1_scaled,
             gemm,

@@ -108,7 +108,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
     for options in variants {
         let vdev = Arc::new(dev.with_options(options).map_err(err)?);
         // Single rows where the variant changes them, prompts where it changes the GEMM.
-        let one = options.gemv1 != base.gemv1 || options.gemv_unroll != base.gemv_unroll || options == base;
+        let one = options.gemv1 != base.gemv1 || options == base;
         let many = options.coop != base.coop
             || options.coop_tile != base.coop_tile
             || options.coop_unroll != base.coop_unroll

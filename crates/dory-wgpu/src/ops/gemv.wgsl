@@ -1,20 +1,71 @@
 // out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i]: a projection of one row (XROWS = 1) or
 // up to four (XROWS = 4), bound by reading W once. 32 invocations share each row of W,
-// reading it in 16-byte pieces, UNROLL in flight each; a workgroup covers 8 rows of W.
+// reading it in 16-byte pieces, four in flight each; a workgroup covers 8 rows of W.
 // `gemv_scaled` also multiplies column j by scale[row0 + j] (the head's scale). With
 // SWIGLU = 1 (the down projection), x is formed on the way in from the gate and up halves
 // of the row bound as x, gu = [rows, k | k], and scale = [gate_scale | up_scale]: x_i =
 // silu(gu_i · gs_i) · (gu_{k+i} · us_i), which spares SwiGLU its own dispatch and pass.
-// The parameters and bindings are matmul.wgsl's.
+// With RES = 1 (one row, `gemv` and `gemv_glu`), x is the nGPT residual (spec §4) of h, the
+// row bound as x, and o: y = N(h) + alpha ⊙ (N(o) − N(h)), formed on the way in from the
+// norms that every workgroup first reduces (ngpt.wgsl), the final N applied to the sums;
+// workgroup 0 also writes N(y), the new hidden state, to h_next. That spares the residual
+// its own dispatch, which costs more than the reductions repeated per workgroup.
+// The parameters and bindings 0–3 are matmul.wgsl's.
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
-// Pieces of a row in flight per invocation: 4 or 8. A row's last round is masked rather
-// than walked piece by piece, so a row of P pieces per invocation costs ⌈P / UNROLL⌉ waits
-// for memory.
-override UNROLL: u32 = 4u;
+override RES: u32 = 0u;
 
 const LANES: u32 = 32u;
+
+// RES = 1 only (bound to x, x and a stand-in elsewhere): the sub-layer output, the
+// residual's alpha, and where workgroup 0 writes the new hidden state. Every entry point
+// reaches all three (wgpu derives a pipeline's layout from what its entry point reaches),
+// so that matmul.rs binds every variant alike.
+@group(0) @binding(4) var<storage, read> o: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> alpha: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> h_next: array<vec4<f32>>;
+
+// The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
+var<private> res: vec3<f32>;
+var<private> writes_h: bool;
+
+// The residual's reads and writes (ngpt.wgsl): y, unnormalised, goes to h_next in
+// workgroup 0 only.
+fn res_h(base: u32, e: u32) -> vec4<f32> {
+    return x[base + e];
+}
+
+fn res_o(base: u32, e: u32) -> vec4<f32> {
+    return o[base + e];
+}
+
+fn res_put(base: u32, e: u32, y: vec4<f32>) {
+    if (writes_h) {
+        h_next[base + e] = y;
+    }
+}
+
+// The residual's norms (RES = 1), and in workgroup 0 the new hidden state; every
+// invocation of the workgroup must call it.
+fn residual_prologue(lid: u32, wid: u32) {
+    let k4 = p.k / 4u;
+    let base = p.xr0 * k4;
+    writes_h = wid == 0u;
+    res = residual_row(base, k4, lid, p.eps);
+    if (writes_h) {
+        // Each invocation rescales what it wrote.
+        for (var e = lid; e < k4; e = e + 256u) {
+            h_next[base + e] = h_next[base + e] * res.z;
+        }
+    }
+}
+
+// y at x's vec4 e of the row at `base` (RES = 1), before its final N.
+fn y4(base: u32, e: u32) -> vec4<f32> {
+    let nh = x[base + e] * res.x;
+    return nh + alpha[e] * (o[base + e] * res.y - nh);
+}
 
 // x[xr0 + r, 8g … 8g + 7], zero past k.
 fn x8(r: u32, g: u32) -> W8 {
@@ -26,6 +77,14 @@ fn x8(r: u32, g: u32) -> W8 {
             hi = swiglu4(row, 2u * g + 1u);
         }
         return W8(swiglu4(row, 2u * g), hi);
+    }
+    if (RES == 1u) {
+        let base = p.xr0 * (p.k / 4u);
+        var hi = vec4<f32>(0.0);
+        if (has_hi) {
+            hi = y4(base, 2u * g + 1u);
+        }
+        return W8(y4(base, 2u * g), hi);
     }
     let at = row * (p.k / 4u) + 2u * g;
     var hi = vec4<f32>(0.0);
@@ -66,38 +125,27 @@ fn gemv_row(lid: u32, j: u32) -> Row {
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
         let base = j * p.g8;
-        for (var g = lane; g < p.g8; g = g + UNROLL * LANES) {
+        // Four pieces in flight; the last round masked rather than walked piece by piece.
+        for (var g = lane; g < p.g8; g = g + 4u * LANES) {
             // Named pieces, not an array: the loads must stay in registers.
             let w0 = piece(base, g);
             let w1 = piece(base, g + LANES);
             let w2 = piece(base, g + 2u * LANES);
             let w3 = piece(base, g + 3u * LANES);
-            var w4 = w0;
-            var w5 = w0;
-            var w6 = w0;
-            var w7 = w0;
-            if (UNROLL == 8u) {
-                w4 = piece(base, g + 4u * LANES);
-                w5 = piece(base, g + 5u * LANES);
-                w6 = piece(base, g + 6u * LANES);
-                w7 = piece(base, g + 7u * LANES);
-            }
             for (var r = 0u; r < XROWS; r = r + 1u) {
-                var s = share(w0, r, g) + share(w1, r, g + LANES) + share(w2, r, g + 2u * LANES)
+                acc[r] += share(w0, r, g) + share(w1, r, g + LANES) + share(w2, r, g + 2u * LANES)
                     + share(w3, r, g + 3u * LANES);
-                if (UNROLL == 8u) {
-                    s += share(w4, r, g + 4u * LANES) + share(w5, r, g + 5u * LANES) + share(w6, r, g + 6u * LANES)
-                        + share(w7, r, g + 7u * LANES);
-                }
-                acc[r] += s;
             }
         }
     }
-    return Row(j, seg_sum4(acc, lid, LANES));
+    return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u));
 }
 
 @compute @workgroup_size(256)
 fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    if (RES == 1u) {
+        residual_prologue(lid, wid.x);
+    }
     let row = gemv_row(lid, wid.x * 8u + lid / LANES);
     if (row.j < p.rows_w && lid % LANES == 0u) {
         for (var r = 0u; r < p.rows; r = r + 1u) {
@@ -108,6 +156,9 @@ fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    if (RES == 1u) {
+        residual_prologue(lid, wid.x);
+    }
     let row = gemv_row(lid, wid.x * 8u + lid / LANES);
     if (row.j < p.rows_w && lid % LANES == 0u) {
         let i = p.row0 + row.j;
@@ -126,6 +177,9 @@ var<workgroup> glu_sh: array<f32, 8>;
 // where the two sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
 fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    if (RES == 1u) {
+        residual_prologue(lid, wid.x);
+    }
     let f = p.rows_w / 2u;
     let t = lid / LANES;
     let i = min(wid.x * 4u + t % 4u, f - 1u);

@@ -63,7 +63,7 @@ fn prologue(lid: u32, wid: u32) -> f32 {
             x_sh[e] = a * (1.0 / (1.0 + exp(-a))) * (x[gu + k4 + e] * scale[k4 + e]);
         }
     } else {
-        let r = residual_row(base, k4, lid, p.eps);
+        let r = residual_row(base, k4, lid, p.eps).z;
         if (wid == 0u) {
             for (var e = lid; e < k4; e = e + WG) {
                 h_next[base + e] = x_sh[e] * r;

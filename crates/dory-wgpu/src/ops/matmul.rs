@@ -1,5 +1,6 @@
 //! Projections, out ← x · Wᵀ, by the number of rows: up to `GEMV_ROWS` through `gemv.wgsl`
-//! (W read once per four rows; SwiGLU formed on the way in), or one row through
+//! (W read once per four rows; SwiGLU, or for one row the residual before the projection,
+//! formed on the way in), or one row through
 //! `gemv1.wgsl` when the options hold x in workgroup memory (where the residual before the
 //! projection can be fused; slower on the H200, so not by default), more through
 //! `gemm_coop.wgsl` on tensor cores where the device and the weights allow (after
@@ -26,6 +27,7 @@ struct Params {
     xr0: u32,
     yr0: u32,
     rows: u32,
+    eps: f32,
 }
 
 /// gemv1.wgsl's parameters.
@@ -53,7 +55,7 @@ pub enum Input<'a> {
     /// x is gu = [rows, k | k]; the gate and up scales, for SwiGLU on the way in.
     Swiglu(&'a Arc<Store>),
     /// x is h; the projection's input is the nGPT residual of h and `o`, which is also
-    /// written to `h_next` (one row only: see `fuses`).
+    /// written to `h_next` (one row only: see `fuses`; `h_next` is not x).
     Residual {
         o: &'a Arc<Store>,
         alpha: &'a Arc<Store>,
@@ -63,18 +65,24 @@ pub enum Input<'a> {
 }
 
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part: SwiGLU
-/// up to GEMV_ROWS rows, the residual for one row whose x fits in workgroup memory.
-pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
+/// up to GEMV_ROWS rows, the residual for one row when the options fuse it.
+pub fn fuses(rec: &Recorder, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS,
-        Input::Residual { .. } => residual_fuses(rec, w, rows),
+        Input::Residual { .. } => residual_fuses(rec, rows),
     }
 }
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
-pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    rows == 1 && row_fits(rec, w) && rec.dev().kernels.options.fuse_residual
+pub fn residual_fuses(rec: &Recorder, rows: usize) -> bool {
+    rows == 1 && rec.dev().kernels.options.fuse_residual
+}
+
+/// Whether a single row of `w` takes the one-row kernel (`gemv1.wgsl`, where x fits its
+/// workgroup memory and the options hold x there) rather than the few-row one.
+pub fn takes_gemv1(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    rows == 1 && row_fits(rec, w)
 }
 
 /// Whether one row of x fits gemv1's workgroup memory.
@@ -86,13 +94,16 @@ fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
 pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
     let k = &rec.dev().kernels;
     let o = k.options;
-    if rows == 1 && row_fits(rec, w) {
+    if takes_gemv1(rec, w, rows) {
         let name = k.get_spec(k.gemv1[0][0]).name;
         let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
     }
     match coop_kernels(rec, w, rows) {
-        _ if rows <= GEMV_ROWS => format!("gemv (unroll {})", if rows == 1 { o.gemv_unroll } else { 4 }),
+        _ if rows <= GEMV_ROWS => {
+            let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
+            format!("gemv{pro}")
+        }
         Some(_) => format!("gemm_coop ({}×{} subgroups, unroll {})", o.coop_tile.0, o.coop_tile.1, o.coop_unroll),
         None => "gemm".into(),
     }
@@ -115,8 +126,8 @@ fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
 /// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
 /// `fuses` must allow).
 pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
-    debug_assert!(fuses(rec, w, rows, input));
-    if rows == 1 && row_fits(rec, w) {
+    debug_assert!(fuses(rec, rows, input));
+    if takes_gemv1(rec, w, rows) {
         return row(rec, w, x, xr0, out, input);
     }
     if let Some(coop) = coop_kernels(rec, w, rows) {
@@ -130,13 +141,16 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
-    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads).
+    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
+    // 4–6 (the residual's; x and a stand-in where it is not formed).
     let (gemm, gemv, third) = match input {
-        Input::Plain => (kernels.gemm[dt], &kernels.gemv[dt], x),
-        Input::Scaled(s) => (kernels.gemm_scaled[dt], &kernels.gemv_scaled[dt], s),
-        Input::Swiglu(s) => (kernels.gemm[dt], &kernels.gemv_swiglu[dt], s),
-        Input::Residual { .. } => unreachable!("the residual fuses with one row only"),
+        Input::Plain => (kernels.gemm[dt], kernels.gemv[dt], x),
+        Input::Scaled(s) => (kernels.gemm_scaled[dt], kernels.gemv_scaled[dt], s),
+        Input::Swiglu(s) => (kernels.gemm[dt], kernels.gemv_swiglu[dt], s),
+        // One row (`fuses`): the second kernel is never taken.
+        Input::Residual { .. } => (kernels.gemm[dt], [kernels.gemv_residual[dt][0]; 2], x),
     };
+    let (res, eps) = residual_binds(rec, x, input);
     for part in &w.parts {
         let mut binds = vec![
             (0, Bind::Buf(part.store.clone())),
@@ -153,6 +167,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             xr0: (xr0 + r) as u32,
             yr0: r as u32,
             rows: n as u32,
+            eps,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -162,6 +177,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
             continue;
         }
+        binds.extend(res.iter().cloned());
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -291,25 +307,48 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
     }
 }
 
-/// Whether `glu` takes `rows` rows of `gate_up`: one row of a matrix in one part (the
-/// workgroups pair gate rows with up rows by index).
-pub fn glu_fuses(gate_up: &Matrix, rows: usize) -> bool {
-    rows == 1 && gate_up.parts.len() == 1
+/// Binding 4–6 of the few-row kernel, and the residual's eps: the residual's buffers for
+/// `Input::Residual`, else x and the stand-in.
+fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind); 3], f32) {
+    let (o, alpha, h_next, eps) = match input {
+        Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps),
+        _ => (x, x, rec.none(), 0.0),
+    };
+    ([(4, Bind::Buf(o.clone())), (5, Bind::Buf(alpha.clone())), (6, Bind::Buf(h_next.clone()))], eps)
 }
 
-/// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[xr0] · gate_upᵀ, formed where
-/// each g meets its u (`glu_fuses` must allow).
-pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>, scales: &Arc<Store>) {
-    debug_assert!(glu_fuses(gate_up, 1));
-    let kernel = rec.dev().kernels.gemv_glu[dtype_index(gate_up.dtype)];
+/// Whether `glu` takes `rows` rows of `gate_up` with x formed as `input` says (plain, or
+/// the residual where the options fuse it and gemv1 does not take the row): one row of a
+/// matrix in one part (the workgroups pair gate rows with up rows by index).
+pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, input: Input) -> bool {
+    let x_ok = match input {
+        Input::Plain => true,
+        Input::Residual { .. } => residual_fuses(rec, rows) && !takes_gemv1(rec, gate_up, rows),
+        Input::Scaled(_) | Input::Swiglu(_) => false,
+    };
+    x_ok && rows == 1 && gate_up.parts.len() == 1
+}
+
+/// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[0] · gate_upᵀ, formed where
+/// each g meets its u, x formed as `input` says (`glu_fuses` must allow).
+pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>, scales: &Arc<Store>, input: Input) {
+    debug_assert!(glu_fuses(rec, gate_up, 1, input));
+    let kernels = &rec.dev().kernels;
+    let dt = dtype_index(gate_up.dtype);
+    let kernel = match input {
+        Input::Residual { .. } => kernels.gemv_residual[dt][1],
+        _ => kernels.gemv_glu[dt],
+    };
     let part = &gate_up.parts[0];
     let f = gate_up.n / 2;
-    let binds = [
+    let (res, eps) = residual_binds(rec, x, input);
+    let mut binds = vec![
         (0, Bind::Buf(part.store.clone())),
         (1, Bind::Buf(x.clone())),
         (2, Bind::Buf(m.clone())),
         (3, Bind::Buf(scales.clone())),
     ];
+    binds.extend(res);
     let p = Params {
         k: gate_up.k as u32,
         g8: gate_up.g8 as u32,
@@ -319,6 +358,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         xr0: 0,
         yr0: 0,
         rows: 1,
+        eps,
     };
     rec.dispatch(kernel, &binds, &p, [groups_for(f, 4), 1, 1]);
 }

@@ -13,6 +13,7 @@ struct P {
     xr0: u32,    // first row of x
     yr0: u32,    // first row of out
     rows: u32,   // rows of x and out
+    eps: f32,    // the residual's (gemv.wgsl's RES)
 }
 var<immediate> p: P;
 

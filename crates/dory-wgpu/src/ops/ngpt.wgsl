@@ -1,10 +1,11 @@
-// The nGPT residual (spec §4) of one row, shared by residual.wgsl and gemv1.wgsl's prologue:
-// y = N(h) + alpha ⊙ (N(o) − N(h)), read through the including module's res_h(base, e) and
-// res_o(base, e) (vec4 e of the row at `base`), written through res_put(base, e, y); returns
-// 1/‖y‖, the final N, which the caller applies where it is cheapest. The module binds
-// `alpha`. Every invocation of the workgroup (256) must call it.
+// The nGPT residual (spec §4) of one row, shared by residual.wgsl and the projections'
+// prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read through the
+// including module's res_h(base, e) and res_o(base, e) (vec4 e of the row at `base`),
+// written through res_put(base, e, y); returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the last the final N,
+// which the caller applies where it is cheapest. The module binds `alpha`. Every
+// invocation of the workgroup (256) must call it.
 
-fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> f32 {
+fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
     var sq = vec2<f32>(0.0);
     for (var e = lid; e < n; e = e + 256u) {
         let a = res_h(base, e);
@@ -21,5 +22,5 @@ fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> f32 {
         res_put(base, e, y);
         t += dot(y, y);
     }
-    return 1.0 / sqrt(seg_sum(t, lid, 256u) + eps);
+    return vec3<f32>(ih, io, 1.0 / sqrt(seg_sum(t, lid, 256u) + eps));
 }

@@ -27,7 +27,7 @@ fn res_put(base: u32, e: u32, y: vec4<f32>) {
 fn residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
     let base = (wid.x + p.row0) * n;
-    let r = residual_row(base, n, lid, p.eps);
+    let r = residual_row(base, n, lid, p.eps).z;
     for (var e = lid; e < n; e = e + 256u) {
         h[base + e] = h[base + e] * r;
     }
