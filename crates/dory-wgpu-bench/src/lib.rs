@@ -157,7 +157,7 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
         Prologue::Swiglu => Input::Swiglu(&scales),
     };
     let mut rec = Recorder::new(dev.clone())?;
-    if !hooks::fuses(&rec, rows, input) {
+    if !hooks::fuses(&rec, &mats[0], rows, input) {
         return Err(gpu_err(format!("{prologue:?} does not fuse with {rows} rows of [{n}, {k}]")));
     }
     let reps = 4 * mats.len();

@@ -237,7 +237,7 @@ impl Backend for Wgpu {
     ) {
         let model = self.model.clone();
         let w = model.matrix(mat);
-        if !matmul::residual_fuses(&self.rec, rows) {
+        if !matmul::residual_fuses(&self.rec, w, rows) {
             self.residual(layer, part, h, o, rows);
             return self.project(out, mat, h, rows);
         }
@@ -378,7 +378,7 @@ impl Backend for Wgpu {
         let model = self.model.clone();
         let l = &model.layers[layer];
         let (rec, w) = (&self.rec, &l.gate_up);
-        let residual_too = matmul::residual_fuses(rec, rows) && !matmul::takes_gemv1(rec, w, rows);
+        let residual_too = matmul::residual_fuses(rec, w, rows) && !matmul::takes_gemv1(rec, w, rows);
         if residual_too && matmul::glu_fuses(rec, w, rows, Input::Plain) {
             // The residual, gate|up and SwiGLU in one dispatch.
             let Some(twin) = self.twin(h) else { return };
@@ -387,7 +387,7 @@ impl Backend for Wgpu {
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
             h.twin = Some(std::mem::replace(&mut h.store, twin));
-        } else if matmul::glu_fuses(rec, w, rows, Input::Plain) && !matmul::residual_fuses(rec, rows) {
+        } else if matmul::glu_fuses(rec, w, rows, Input::Plain) && !matmul::residual_fuses(rec, w, rows) {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
@@ -403,7 +403,7 @@ impl Backend for Wgpu {
         let model = self.model.clone();
         let l = &model.layers[layer];
         let input = Input::Swiglu(&l.mlp_scales);
-        if !matmul::fuses(&self.rec, rows, input) {
+        if !matmul::fuses(&self.rec, &l.down, rows, input) {
             return dory::backend::swiglu_then_down(self, layer, out, gu, m, rows);
         }
         self.rec.begin_op();

@@ -139,8 +139,8 @@ pub struct Options {
     pub coop_lo: bool,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
-    /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`,
-    /// or in gemv1's prologue).
+    /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
+    /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
 }
 

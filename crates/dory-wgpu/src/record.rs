@@ -1,7 +1,8 @@
 //! Deferred recording: the ops append dispatches to a list, and the list becomes one
 //! compute pass of one command encoder at the next sync point (`read`), or earlier in
-//! pieces of `BATCH` dispatches submitted without waiting, so that the GPU starts on a
-//! step while the CPU still records its end. Small per-dispatch data (token ids, RoPE
+//! batches submitted without waiting, so that the GPU starts on a step while the CPU still
+//! records its end. The first batch after a sync point is small (the GPU waits for it) and
+//! each next one twice as large, up to `BATCH` (each submission costs the host time too). Small per-dispatch data (token ids, RoPE
 //! tables, relayout moves) goes into an upload arena written once per submission; bind
 //! groups are created on first use and cached by the buffers they bind.
 
@@ -18,16 +19,18 @@ use crate::error::gpu_err;
 use crate::kernels::KernelId;
 use crate::profile::{self, Phase};
 
-/// Dispatches recorded before a submission that does not wait (`DORY_WGPU_BATCH`
-/// overrides it; 0: one submission per sync point).
+/// Dispatches in the first submission after a sync point, and in the largest
+/// (`DORY_WGPU_BATCH=N` makes every batch N; 0: one submission per sync point).
+const FIRST_BATCH: usize = 8;
 const BATCH: usize = 64;
 
-fn batch() -> usize {
-    static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// The first batch and the largest.
+fn batches() -> (usize, usize) {
+    static B: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
     *B.get_or_init(|| match std::env::var("DORY_WGPU_BATCH").ok().and_then(|v| v.parse::<usize>().ok()) {
-        Some(0) => usize::MAX,
-        Some(n) => n,
-        None => BATCH,
+        Some(0) => (usize::MAX, usize::MAX),
+        Some(n) => (n, n),
+        None => (FIRST_BATCH, BATCH),
     })
 }
 
@@ -122,6 +125,8 @@ pub struct Recorder {
     error: Option<dory::Error>,
     /// When the last submission returned (`DORY_WGPU_PROFILE=host`).
     returned: Option<Instant>,
+    /// Dispatches that make the next batch.
+    batch: usize,
 }
 
 /// Workgroups for `n` items, `per` to a workgroup.
@@ -147,6 +152,7 @@ impl Recorder {
             gpu_seconds: 0.0,
             error: None,
             returned: None,
+            batch: batches().0,
         })
     }
 
@@ -162,10 +168,11 @@ impl Recorder {
     /// Called at the start of each op: submits what is recorded once it is a batch, so
     /// that one op's dispatches and uploads always share a submission.
     pub fn begin_op(&mut self) {
-        if self.cmds.len() >= batch() {
+        if self.cmds.len() >= self.batch {
             if let Err(e) = self.submit(None) {
                 self.fail(e);
             }
+            self.batch = self.batch.saturating_mul(2).min(batches().1);
         }
     }
 
@@ -316,6 +323,9 @@ impl Recorder {
         drop(cmds);
         self.sweep();
         let reading = read.is_some();
+        if reading {
+            self.batch = batches().0;
+        }
         let words = read.map(|(staging, bytes)| read_mapped(&dev.device, &staging, bytes)).transpose();
         if reading {
             lap(Phase::Wait, &mut since);

@@ -9,7 +9,8 @@
 // row bound as x, and o: y = N(h) + alpha ⊙ (N(o) − N(h)), formed on the way in from the
 // norms that every workgroup first reduces (ngpt.wgsl), the final N applied to the sums;
 // workgroup 0 also writes N(y), the new hidden state, to h_next. That spares the residual
-// its own dispatch, which costs more than the reductions repeated per workgroup.
+// its own dispatch where the reductions repeated per workgroup cost less (narrow rows:
+// matmul.rs).
 // The parameters and bindings 0–3 are matmul.wgsl's.
 
 override XROWS: u32 = 1u;
@@ -107,17 +108,6 @@ struct Row {
     sums: vec4<f32>,
 }
 
-// Piece g of the row at `base`, read inside the row when g is past its end (`share` then
-// masks it), so that every load of a round is valid and issued before any is used.
-fn piece(base: u32, g: u32) -> W8 {
-    return load8(base + min(g, p.g8 - 1u));
-}
-
-// Piece g's share of row r's sum: zero past the row's end.
-fn share(w: W8, r: u32, g: u32) -> f32 {
-    return select(0.0, dot8(w, x8(r, g)), g < p.g8);
-}
-
 // Row j of W (this run of 32 invocations') against the rows of x; every invocation of the
 // workgroup must call it (it reduces).
 fn gemv_row(lid: u32, j: u32) -> Row {
@@ -125,16 +115,25 @@ fn gemv_row(lid: u32, j: u32) -> Row {
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
         let base = j * p.g8;
-        // Four pieces in flight; the last round masked rather than walked piece by piece.
-        for (var g = lane; g < p.g8; g = g + 4u * LANES) {
-            // Named pieces, not an array: the loads must stay in registers.
-            let w0 = piece(base, g);
-            let w1 = piece(base, g + LANES);
-            let w2 = piece(base, g + 2u * LANES);
-            let w3 = piece(base, g + 3u * LANES);
+        var g = lane;
+        loop {
+            if (g + 3u * LANES >= p.g8) {
+                break;
+            }
+            let w0 = load8(base + g);
+            let w1 = load8(base + g + LANES);
+            let w2 = load8(base + g + 2u * LANES);
+            let w3 = load8(base + g + 3u * LANES);
             for (var r = 0u; r < XROWS; r = r + 1u) {
-                acc[r] += share(w0, r, g) + share(w1, r, g + LANES) + share(w2, r, g + 2u * LANES)
-                    + share(w3, r, g + 3u * LANES);
+                acc[r] += dot8(w0, x8(r, g)) + dot8(w1, x8(r, g + LANES)) + dot8(w2, x8(r, g + 2u * LANES))
+                    + dot8(w3, x8(r, g + 3u * LANES));
+            }
+            g = g + 4u * LANES;
+        }
+        for (; g < p.g8; g = g + LANES) {
+            let w0 = load8(base + g);
+            for (var r = 0u; r < XROWS; r = r + 1u) {
+                acc[r] += dot8(w0, x8(r, g));
             }
         }
     }

@@ -66,17 +66,24 @@ pub enum Input<'a> {
 
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part: SwiGLU
 /// up to GEMV_ROWS rows, the residual for one row when the options fuse it.
-pub fn fuses(rec: &Recorder, rows: usize, input: Input) -> bool {
+pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS,
-        Input::Residual { .. } => residual_fuses(rec, rows),
+        Input::Residual { .. } => residual_fuses(rec, w, rows),
     }
 }
 
+/// Widths of x up to which the few-row kernel forms the residual on the way in. Every
+/// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
+/// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
+/// residual's own dispatch) and costs more than that dispatch on wide rows (the larger
+/// config's 2048: 223 against 249).
+const RESIDUAL_MAX_K: usize = 1024;
+
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
-pub fn residual_fuses(rec: &Recorder, rows: usize) -> bool {
-    rows == 1 && rec.dev().kernels.options.fuse_residual
+pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
 }
 
 /// Whether a single row of `w` takes the one-row kernel (`gemv1.wgsl`, where x fits its
@@ -126,7 +133,7 @@ fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
 /// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
 /// `fuses` must allow).
 pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
-    debug_assert!(fuses(rec, rows, input));
+    debug_assert!(fuses(rec, w, rows, input));
     if takes_gemv1(rec, w, rows) {
         return row(rec, w, x, xr0, out, input);
     }
@@ -323,7 +330,7 @@ fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind)
 pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, input: Input) -> bool {
     let x_ok = match input {
         Input::Plain => true,
-        Input::Residual { .. } => residual_fuses(rec, rows) && !takes_gemv1(rec, gate_up, rows),
+        Input::Residual { .. } => residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows),
         Input::Scaled(_) | Input::Swiglu(_) => false,
     };
     x_ok && rows == 1 && gate_up.parts.len() == 1
