@@ -28,6 +28,8 @@
 #                              also on the plain GEMM), every kernel shape (f16), then
 #                              PyTorch; PLAIN=0 leaves out the plain GEMM, PROMPT_PROFILES=0
 #                              the prompt's profiles, FLOORS=quick all but the default shapes
+#   bench/wgpu_h200.sh run host  the GPU tests, then the host's time by phase in decode of
+#                              both models, under the defaults and each of AB_SWITCHES
 #   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
 #                              without, and the larger model's prompt in each tile shape
 set -uo pipefail
@@ -114,6 +116,18 @@ if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
 fi
 
 large=/tmp/wgpu-large
+if [ "${2:-}" = host ]; then
+    # The host's time by phase alone, decode of both models (after the GPU tests).
+    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    for m in models/dory-tiny $large; do
+        for sw in defaults ${AB_SWITCHES:-}; do
+            env $([ "$sw" = defaults ] || echo "$sw") DORY_WGPU_PROFILE=host timeout 30 $dory bench --backend wgpu \
+                --model $m --depth 0 --reps 2 --prompt 1 --gen 128 --exit none 2>&1 | grep -v XDG_RUNTIME \
+                | sed "s|^model |[$sw] model |" | tee -a "$out/profile_host.txt"
+        done
+    done
+    exit 0
+fi
 if [ "${2:-}" = coop ]; then
     # The tensor-core GEMM alone: the GPU tests on it, with x's lo part dropped (what the
     # part is worth in accuracy), and the larger model's prompt in each tile shape.

@@ -3,8 +3,9 @@
 //! Each submission then waits for its timestamps, so wall-clock speed under profiling is
 //! not the engine's; the GPU times are, and `report` sets them beside each other.
 //! With `DORY_WGPU_PROFILE=host` the submissions run as always and the host's wall time
-//! is split instead: recording (between submissions), encoding, submitting, and waiting
-//! for read-backs — where a small model's token goes when the GPU is not the bound.
+//! is split instead: recording (between submissions), the encoding's steps (uploads, bind
+//! groups, the compute pass, finishing the command buffer), submitting, and waiting for
+//! read-backs — where a small model's token goes when the GPU is not the bound.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -30,15 +31,26 @@ fn mode() -> Option<&'static str> {
 #[derive(Clone, Copy)]
 pub enum Phase {
     Record,
-    Encode,
+    Uploads,
+    BindGroups,
+    Pass,
+    Finish,
     Submit,
     Wait,
 }
 
-const PHASES: [&str; 4] = ["recording (between submissions)", "encoding", "submitting", "waiting for read-backs"];
+const PHASES: [&str; 7] = [
+    "recording (between submissions)",
+    "encoding: uploads",
+    "encoding: bind groups",
+    "encoding: the compute pass",
+    "encoding: finishing",
+    "submitting",
+    "waiting for read-backs",
+];
 
 /// Per phase: (times, nanoseconds).
-static HOST: Mutex<[(u64, f64); 4]> = Mutex::new([(0, 0.0); 4]);
+static HOST: Mutex<[(u64, f64); 7]> = Mutex::new([(0, 0.0); 7]);
 
 pub fn add_host(phase: Phase, ns: f64) {
     let mut h = HOST.lock().expect("profile lock");
