@@ -378,8 +378,7 @@ impl Backend for Wgpu {
         let model = self.model.clone();
         let l = &model.layers[layer];
         let (rec, w) = (&self.rec, &l.gate_up);
-        let residual_too = matmul::residual_fuses(rec, w, rows) && !matmul::takes_gemv1(rec, w, rows);
-        if residual_too && matmul::glu_fuses(rec, w, rows, Input::Plain) {
+        if matmul::glu_fuses(rec, w, rows, true) {
             // The residual, gate|up and SwiGLU in one dispatch.
             let Some(twin) = self.twin(h) else { return };
             let input =
@@ -387,12 +386,12 @@ impl Backend for Wgpu {
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
             h.twin = Some(std::mem::replace(&mut h.store, twin));
-        } else if matmul::glu_fuses(rec, w, rows, Input::Plain) && !matmul::residual_fuses(rec, w, rows) {
+        } else if matmul::glu_fuses(rec, w, rows, false) && !matmul::residual_fuses(rec, w, rows) {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
         } else {
-            // The residual in gemv1's prologue when it fuses, SwiGLU then formed in down's.
+            // The residual with gate|up (gemv1's prologue, or its own dispatch), SwiGLU with down.
             self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
             return self.swiglu_down(layer, o, gu, m, rows);
         }

@@ -324,22 +324,19 @@ fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind)
     ([(4, Bind::Buf(o.clone())), (5, Bind::Buf(alpha.clone())), (6, Bind::Buf(h_next.clone()))], eps)
 }
 
-/// Whether `glu` takes `rows` rows of `gate_up` with x formed as `input` says (plain, or
-/// the residual where the options fuse it and gemv1 does not take the row): one row of a
-/// matrix in one part (the workgroups pair gate rows with up rows by index).
-pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, input: Input) -> bool {
-    let x_ok = match input {
-        Input::Plain => true,
-        Input::Residual { .. } => residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows),
-        Input::Scaled(_) | Input::Swiglu(_) => false,
-    };
+/// Whether `glu` takes `rows` rows of `gate_up`, with the residual formed on the way in
+/// when `residual` (where it fuses and gemv1 does not take the row): one row of a matrix
+/// in one part (the workgroups pair gate rows with up rows by index).
+pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: bool) -> bool {
+    let x_ok = !residual || residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows);
     x_ok && rows == 1 && gate_up.parts.len() == 1
 }
 
 /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[0] · gate_upᵀ, formed where
 /// each g meets its u, x formed as `input` says (`glu_fuses` must allow).
 pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>, scales: &Arc<Store>, input: Input) {
-    debug_assert!(glu_fuses(rec, gate_up, 1, input));
+    let residual = matches!(input, Input::Residual { .. });
+    debug_assert!(glu_fuses(rec, gate_up, 1, residual) && matches!(input, Input::Plain | Input::Residual { .. }));
     let kernels = &rec.dev().kernels;
     let dt = dtype_index(gate_up.dtype);
     let kernel = match input {
