@@ -140,32 +140,33 @@ fn gemv_row(lid: u32, j: u32) -> Row {
     return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u));
 }
 
-@compute @workgroup_size(256)
-fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+// The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
+// when `scaled`); every invocation of the workgroup must call it.
+fn gemv_out(lid: u32, wid: u32, scaled: bool) {
     if (RES == 1u) {
-        residual_prologue(lid, wid.x);
+        residual_prologue(lid, wid);
     }
-    let row = gemv_row(lid, wid.x * 8u + lid / LANES);
+    let row = gemv_row(lid, wid * 8u + lid / LANES);
     if (row.j < p.rows_w && lid % LANES == 0u) {
+        let i = p.row0 + row.j;
+        var s = 1.0;
+        if (scaled) {
+            s = scale_at(i);
+        }
         for (var r = 0u; r < p.rows; r = r + 1u) {
-            out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r];
+            out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
         }
     }
 }
 
 @compute @workgroup_size(256)
+fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemv_out(lid, wid.x, false);
+}
+
+@compute @workgroup_size(256)
 fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (RES == 1u) {
-        residual_prologue(lid, wid.x);
-    }
-    let row = gemv_row(lid, wid.x * 8u + lid / LANES);
-    if (row.j < p.rows_w && lid % LANES == 0u) {
-        let i = p.row0 + row.j;
-        let s = scale_at(i);
-        for (var r = 0u; r < p.rows; r = r + 1u) {
-            out[(p.yr0 + r) * p.n + p.row0 + row.j] = row.sums[r] * s;
-        }
-    }
+    gemv_out(lid, wid.x, true);
 }
 
 var<workgroup> glu_sh: array<f32, 8>;
