@@ -297,7 +297,7 @@ impl Recorder {
             self.uploads.clear();
             return Err(e);
         }
-        let host = crate::profile::host().then(Instant::now);
+        let host = profile::host().then(Instant::now);
         if let (Some(now), Some(last)) = (host, self.returned) {
             profile::add_host(Phase::Record, (now - last).as_nanos() as f64);
         }
