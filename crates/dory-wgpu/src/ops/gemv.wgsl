@@ -64,8 +64,7 @@ fn residual_prologue(lid: u32, wid: u32) {
 
 // y at x's vec4 e of the row at `base` (RES = 1), before its final N.
 fn y4(base: u32, e: u32) -> vec4<f32> {
-    let nh = x[base + e] * res.x;
-    return nh + alpha[e] * (o[base + e] * res.y - nh);
+    return residual_y(x[base + e], o[base + e], alpha[e], res.x, res.y);
 }
 
 // x[xr0 + r, 8g … 8g + 7], zero past k.

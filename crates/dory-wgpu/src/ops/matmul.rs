@@ -101,22 +101,19 @@ fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
 pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
     let k = &rec.dev().kernels;
     let o = k.options;
+    let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
     if takes_gemv1(rec, w, rows) {
         let name = k.get_spec(k.gemv1[0][0]).name;
-        let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
     }
     match coop_kernels(rec, w, rows) {
-        _ if rows <= GEMV_ROWS => {
-            let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
-            format!("gemv{pro}")
-        }
+        _ if rows <= GEMV_ROWS => format!("gemv{pro}"),
         Some(_) => format!("gemm_coop ({}×{} subgroups, unroll {})", o.coop_tile.0, o.coop_tile.1, o.coop_unroll),
         None => "gemm".into(),
     }
 }
 
-/// gemv1's prologue for `input`.
+/// The prologue (gemv1's PRO) that forms x for `input`.
 fn prologue(input: Input) -> usize {
     match input {
         Input::Plain | Input::Scaled(_) => 0,

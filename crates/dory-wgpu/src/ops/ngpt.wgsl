@@ -5,6 +5,12 @@
 // which the caller applies where it is cheapest. The module binds `alpha`. Every
 // invocation of the workgroup (256) must call it.
 
+// y at one vec4 of the row, from h, o, alpha there and the factors 1/‖h‖, 1/‖o‖.
+fn residual_y(h: vec4<f32>, o: vec4<f32>, a: vec4<f32>, ih: f32, io: f32) -> vec4<f32> {
+    let nh = h * ih;
+    return nh + a * (o * io - nh);
+}
+
 fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
     var sq = vec2<f32>(0.0);
     for (var e = lid; e < n; e = e + 256u) {
@@ -17,8 +23,7 @@ fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
     let io = 1.0 / sqrt(sums.y + eps);
     var t = 0.0;
     for (var e = lid; e < n; e = e + 256u) {
-        let nh = res_h(base, e) * ih;
-        let y = nh + alpha[e] * (res_o(base, e) * io - nh);
+        let y = residual_y(res_h(base, e), res_o(base, e), alpha[e], ih, io);
         res_put(base, e, y);
         t += dot(y, y);
     }
