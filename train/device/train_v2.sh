@@ -72,23 +72,28 @@ left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 # --train-passes), so that the loop is still improving at pass 4; t6d is t6 with three
 # quarters of the batches in the decode regime instead of half; mono adds --mono-loss, a
 # penalty on any pass that does not beat the one before it by 0.01 nats; t6m is t6 + mono.
+# v3 (t6m) left held-out pass 4 level with pass 3 in the decode semantics: t6m3 asks for a
+# margin of 0.03 nats, t6dm3 the same with three quarters of the batches in that regime.
 declare -A CFG=([l3w320]=train/configs/dory-tiny.json [l3w320p8]=train/configs/dory-tiny.json
                 [l3w384]=train/configs/dory-v2-l3w384.json
                 [l4w384]=train/configs/dory-v2-l4w384.json [l4w384p8]=train/configs/dory-v2-l4w384.json
                 [l4w384p16]=train/configs/dory-v2-l4w384.json [l4w384t6]=train/configs/dory-v2-l4w384.json
                 [l4w384mono]=train/configs/dory-v2-l4w384.json [l4w384t6m]=train/configs/dory-v2-l4w384.json
-                [l4w384t6d]=train/configs/dory-v2-l4w384.json)
+                [l4w384t6d]=train/configs/dory-v2-l4w384.json [l4w384t6m3]=train/configs/dory-v2-l4w384.json
+                [l4w384t6dm3]=train/configs/dory-v2-l4w384.json)
 declare -A PW=([l3w320]=1,1,2,4 [l3w320p8]=1,1,2,8 [l3w384]=1,1,2,4 [l4w384]=1,1,2,4 [l4w384p8]=1,1,2,8
           [l4w384p16]=0,1,2,16 [l4w384t6]=0,1,1,4,4,4 [l4w384mono]=0,1,2,16 [l4w384t6m]=0,1,1,4,4,4
-          [l4w384t6d]=0,1,1,4,4,4)
+          [l4w384t6d]=0,1,1,4,4,4 [l4w384t6m3]=0,1,1,4,4,4 [l4w384t6dm3]=0,1,1,4,4,4)
 declare -A RO=([l3w320]=0.2 [l3w320p8]=0.1 [l3w384]=0.2 [l4w384]=0.2 [l4w384p8]=0.1 [l4w384p16]=0.1
-          [l4w384t6]=0.1 [l4w384mono]=0.1 [l4w384t6m]=0.1 [l4w384t6d]=0.1)
+          [l4w384t6]=0.1 [l4w384mono]=0.1 [l4w384t6m]=0.1 [l4w384t6d]=0.1 [l4w384t6m3]=0.1 [l4w384t6dm3]=0.1)
 declare -A EST=([l3w320]=60 [l3w320p8]=60 [l3w384]=72 [l4w384]=90 [l4w384p8]=90 [l4w384p16]=90
-           [l4w384t6]=100 [l4w384mono]=90 [l4w384t6m]=100 [l4w384t6d]=110)
+           [l4w384t6]=100 [l4w384mono]=90 [l4w384t6m]=100 [l4w384t6d]=110 [l4w384t6m3]=100 [l4w384t6dm3]=110)
 # More train.py arguments of a candidate (every run of it).
 declare -A XA=([l4w384t6]="--train-passes 6" [l4w384mono]="--mono-loss 1 --mono-margin 0.01"
           [l4w384t6m]="--train-passes 6 --mono-loss 1 --mono-margin 0.01"
-          [l4w384t6d]="--train-passes 6 --decode-frac 0.75")
+          [l4w384t6d]="--train-passes 6 --decode-frac 0.75"
+          [l4w384t6m3]="--train-passes 6 --mono-loss 1 --mono-margin 0.03"
+          [l4w384t6dm3]="--train-passes 6 --mono-loss 1 --mono-margin 0.03 --decode-frac 0.75")
 
 COMMON=(--data "$DATA" --seq 1024 --batch 64 --lr 2e-3 --warmup 100 --dropout 0.1 --decode-frac 0.5
         --compile --log-every 50 --decode-eval-iters 4 --ckpt-every 100000 --shard-mb 15)
