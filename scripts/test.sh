@@ -41,8 +41,10 @@ python -m pip install -q -r requirements-test.txt
 # `cargo test` during development.
 step "rust: build and tests"
 cargo test --release --workspace --locked
-cargo build --release --workspace --locked --bins
+# The CLI's tests built the binary (a second `cargo build` would rebuild dependencies for
+# the features without the dev-dependencies' and change nothing the tests see).
 export DORY_BIN=$root/target/release/dory
+[ -x "$DORY_BIN" ] || { echo "cargo test did not build $DORY_BIN" >&2; exit 1; }
 
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
