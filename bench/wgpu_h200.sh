@@ -27,11 +27,15 @@
 #                              phase and the GPU's by kernel (decode, and the prompt
 #                              also on the plain GEMM), every kernel shape (f16), then
 #                              PyTorch; PLAIN=0 leaves out the plain GEMM, PROMPT_PROFILES=0
-#                              the prompt's profiles, FLOORS=quick all but the default shapes
+#                              the prompt's profiles, FLOORS=quick all but the default shapes;
+#                              dory-tiny's decode under each binary (TINY_AB=0: not) and its
+#                              GPU profiles, decode and prompt (TINY_PROFILES=0: not)
 #   bench/wgpu_h200.sh run host  the GPU tests, then the host's time by phase in decode of
 #                              both models, under the defaults and each of AB_SWITCHES
 #   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
 #                              without, and the larger model's prompt in each tile shape
+#   bench/wgpu_h200.sh run sweep  no tests: decode of dory-tiny (after pp512) and of the
+#                              larger model (depths 0, 4k) under each of SWEEP's settings
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -45,10 +49,11 @@ if [ "${1:-}" = build ]; then
         # folder (its dependencies built once; this commit's binaries, built next, win).
         old=/tmp/dory-build-$2
         [ -d $old ] || git worktree add -q --detach $old "$2"
-        (cd $old && CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
+        # Cargo judges the shared artifacts by time: the other tree's sources made newer.
+        (cd $old && find crates -name '*.rs' -o -name '*.wgsl' | xargs touch \
+            && CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
         cp "$target/release/dory" $carry/dory-$2
-        # Cargo names the two builds' artifacts alike and judges them by time: make this
-        # tree's sources newer than what was just built from the other.
+        # And this tree's sources made newer than what was just built from the other.
         find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
     cargo build --release --locked -p dory-cli -p dory-wgpu-bench
@@ -73,7 +78,7 @@ for l in sys.stdin:
     du -sh $carry .gl
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels|ab|coop]" >&2; exit 2; }
+[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels|ab|host|coop|sweep]" >&2; exit 2; }
 quick=$([ -n "${2:-}" ] && echo 1 || echo 0)
 all_shapes=$([ "${2:-}" = kernels ] || [ "${2:-}" = ab ] && echo 1 || echo 0)
 ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
@@ -107,6 +112,22 @@ fi
 budget=${BUDGET:-500}
 room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
 
+if [ "${2:-}" = sweep ]; then
+    # One setting at a time (SWEEP: assignments), no tests: dory-tiny's decode after pp512,
+    # the larger model's at depths 0 and 4k; the attention column names the setting.
+    large=/tmp/wgpu-large
+    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
+        for m in "models/dory-tiny 0 3 128" "$large 0 2 32" "$large 4096 1 32"; do
+            set -- $m
+            room 30 "$sw $1 depth $2" || break 2
+            env "$sw" timeout 30 $dory bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
+                --gen $4 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$sw\"/" \
+                | tee -a "$out/wgpu_sweep.jsonl"
+        done
+    done
+    exit 0
+fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
 if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
@@ -188,6 +209,14 @@ if ((ab)) && [ -f $large/config.json ]; then
                 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$tag\"/" | tee -a "$bench"
         done
     done
+    # dory-tiny's decode after a one-token prompt under each binary (TINY_AB=0: not).
+    for other in $dory $carry/dory-*; do
+        [ "$other" = $carry/dory-wgpu-kernels ] || [ "${TINY_AB:-1}" = 0 ] && continue
+        room 30 "dory-tiny, $other" || break
+        tag=$([ "$other" = $dory ] && echo defaults || echo "${other##*/}")
+        timeout 30 "$other" bench --backend wgpu --model models/dory-tiny --depth 0 --reps 3 --prompt 1 --gen 128 \
+            --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"tiny $tag\"/" | tee -a "$bench"
+    done
     # SWITCHES=0: the other binaries and the profiles only. AB_SWITCHES: the switches, each
     # an assignment, tried one at a time on the larger model and on dory-tiny.
     switches=${AB_SWITCHES:-DORY_WGPU_FUSE=prep DORY_WGPU_BATCH=16 DORY_WGPU_BATCH=32}
@@ -206,6 +235,13 @@ if ((ab)) && [ -f $large/config.json ]; then
             DORY_WGPU_PROFILE=host timeout 20 $dory bench --backend wgpu --model $m --depth 0 --reps 1 --prompt 1 \
                 --gen 64 --exit none 2>&1 | grep -v XDG_RUNTIME | tee -a "$out/profile_host.txt"
         done
+    fi
+    if [ "${TINY_PROFILES:-1}" = 1 ] && room 60 "dory-tiny's profiles"; then
+        # The GPU's time by kernel for dory-tiny: decode alone, then a prompt of 512.
+        DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model models/dory-tiny --depth 0 --reps 1 \
+            --prompt 1 --gen 128 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_tiny_decode.txt"
+        DORY_WGPU_PROFILE=1 timeout 30 $dory bench --backend wgpu --model models/dory-tiny --depth 0 --reps 2 \
+            --prompt 512 --gen 0 --exit none 2>&1 | grep -v XDG_RUNTIME | tee "$out/profile_tiny_prompt.txt"
     fi
     if room 60 "the profiles"; then
         # Decode alone (a one-token prompt), then a prompt of 512.

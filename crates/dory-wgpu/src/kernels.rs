@@ -142,6 +142,8 @@ pub struct Options {
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
+    /// The fewest keys a chunk of a split attention takes (attend.rs).
+    pub attend_per: usize,
 }
 
 impl Options {
@@ -153,7 +155,7 @@ impl Options {
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
-    /// default both).
+    /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -166,6 +168,7 @@ impl Options {
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             fuse_prep: true,
             fuse_residual: true,
+            attend_per: crate::ops::attend::MIN_PER,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -181,6 +184,9 @@ impl Options {
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
+        if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
+            o.attend_per = (per as usize).max(1);
+        }
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             o.fuse_prep = v.contains("prep");
             o.fuse_residual = v.contains("residual");

@@ -7,10 +7,10 @@
 // silu(gu_i · gs_i) · (gu_{k+i} · us_i), which spares SwiGLU its own dispatch and pass.
 // With RES = 1 (one row, `gemv` and `gemv_glu`), x is the nGPT residual (spec §4) of h, the
 // row bound as x, and o: y = N(h) + alpha ⊙ (N(o) − N(h)), formed on the way in from the
-// norms that every workgroup first reduces (ngpt.wgsl), the final N applied to the sums;
-// workgroup 0 also writes N(y), the new hidden state, to h_next. That spares the residual
-// its own dispatch where the reductions repeated per workgroup cost less (narrow rows:
-// matmul.rs).
+// norms that every workgroup first reduces (ngpt.wgsl), y held in workgroup memory for its
+// runs to read, the final N applied to the sums; workgroup 0 also writes N(y), the new
+// hidden state, to h_next. That spares the residual its own dispatch where the reductions
+// repeated per workgroup cost less (rows of at most RES_K4 vec4s: matmul.rs).
 // The parameters and bindings 0–3 are matmul.wgsl's.
 
 override XROWS: u32 = 1u;
@@ -30,6 +30,9 @@ const LANES: u32 = 32u;
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
 var<private> writes_h: bool;
+// y (RES = 1), formed once per workgroup: matmul.rs's RESIDUAL_MAX_K floats.
+const RES_K4: u32 = 256u;
+var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
 // The residual's reads and writes (ngpt.wgsl): y, unnormalised, goes to h_next in
 // workgroup 0 only.
@@ -42,6 +45,7 @@ fn res_o(base: u32, e: u32) -> vec4<f32> {
 }
 
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
+    y_sh[e] = y;
     if (writes_h) {
         h_next[base + e] = y;
     }
@@ -60,11 +64,7 @@ fn residual_prologue(lid: u32, wid: u32) {
             h_next[base + e] = h_next[base + e] * res.z;
         }
     }
-}
-
-// y at x's vec4 e of the row at `base` (RES = 1), before its final N.
-fn y4(base: u32, e: u32) -> vec4<f32> {
-    return residual_y(x[base + e], o[base + e], alpha[e], res.x, res.y);
+    workgroupBarrier();
 }
 
 // x[xr0 + r, 8g … 8g + 7], zero past k.
@@ -79,12 +79,11 @@ fn x8(r: u32, g: u32) -> W8 {
         return W8(swiglu4(row, 2u * g), hi);
     }
     if (RES == 1u) {
-        let base = p.xr0 * (p.k / 4u);
         var hi = vec4<f32>(0.0);
         if (has_hi) {
-            hi = y4(base, 2u * g + 1u);
+            hi = y_sh[2u * g + 1u];
         }
-        return W8(y4(base, 2u * g), hi);
+        return W8(y_sh[2u * g], hi);
     }
     let at = row * (p.k / 4u) + 2u * g;
     var hi = vec4<f32>(0.0);

@@ -78,7 +78,8 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
 /// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
 /// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
 /// residual's own dispatch) and costs more than that dispatch on wide rows (the larger
-/// config's 2048: 223 against 249).
+/// config's 2048: 223 against 249). gemv.wgsl holds y in workgroup memory of this size
+/// (RES_K4 vec4s).
 const RESIDUAL_MAX_K: usize = 1024;
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
