@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dory import Exit, load, perplexity  # noqa: E402
 from train import load_split  # noqa: E402
 
-SWEEP = "kl:1,kl:0.3,kl:0.1,kl:0.03,kl:0.01,confidence:0.3,confidence:0.5,confidence:0.7," \
+SWEEP = "kl:1,kl:0.3,kl:0.1,kl:0.05,kl:0.03,kl:0.01,confidence:0.3,confidence:0.5,confidence:0.7," \
         "confidence:0.9,confidence:0.5:2,confidence:0.7:2"
 
 

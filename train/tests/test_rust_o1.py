@@ -79,7 +79,8 @@ def test_shipped_model_past_its_seal(tmp_path):
     # A prompt of about 560 tokens: the first decoding step seals (at 388 with the shipped 16 landmarks).
     words = "the king said that all of his men would go to the sea and find the ship before night came".split()
     rng = random.Random(3)
-    prompt = " ".join(rng.choice(words) for _ in range(520)) + "."
+    # No full stop at its end: v4 ends a passage there (greedy <|eos|> at once, nothing to compare).
+    prompt = " ".join(rng.choice(words) for _ in range(520))
     cfg = load(SHIPPED).cfg
     rows, sealed = compare(SHIPPED, prompt, 24, cfg.o1 or O1(), tmp_path)
     assert sealed >= 8, (rows, sealed)
