@@ -35,7 +35,8 @@
 #   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
 #                              without, and the larger model's prompt in each tile shape
 #   bench/wgpu_h200.sh run sweep  no tests: decode of dory-tiny (after pp512) and of the
-#                              larger model (depths 0, 4k) under each of SWEEP's settings
+#                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
+#                              SWEEP's settings ("defaults" among them for none)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -113,15 +114,18 @@ budget=${BUDGET:-500}
 room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
 
 if [ "${2:-}" = sweep ]; then
-    # One setting at a time (SWEEP: assignments), no tests: dory-tiny's decode after pp512,
-    # the larger model's at depths 0 and 4k; the attention column names the setting.
+    # One setting at a time (SWEEP: assignments, "defaults" for none), no tests: dory-tiny's
+    # decode after pp512, the larger model's at each of SWEEP_DEPTHS (default 0 and 4k); the
+    # attention column names the setting.
     large=/tmp/wgpu-large
     timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
-        for m in "models/dory-tiny 0 3 128" "$large 0 2 32" "$large 4096 1 32"; do
+        runs=("models/dory-tiny 0 3 128")
+        for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done
+        for m in "${runs[@]}"; do
             set -- $m
-            room 30 "$sw $1 depth $2" || break 2
-            env "$sw" timeout 30 $dory bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
+            room 60 "$sw $1 depth $2" || break 2
+            env $([ "$sw" = defaults ] || echo "$sw") timeout 60 $dory bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
                 --gen $4 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$sw\"/" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done

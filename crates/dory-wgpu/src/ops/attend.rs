@@ -70,20 +70,21 @@ pub struct Split {
     pub chunks: usize,
 }
 
-/// Workgroups that keep a large GPU busy; fewer chunks when rows already give them. On the
-/// H200 a decoded row of the larger config at depth 4k ran faster in 64 chunks per KV head
-/// than in 128 (213 tok/s against 202): past that the chunks' partials and their combine
-/// cost more than the extra workgroups win.
-const TARGET_GROUPS: usize = 256;
+/// Workgroups that keep a large GPU busy; fewer chunks when rows already give them.
+const TARGET_GROUPS: usize = 512;
 /// The fewest keys to a chunk by default (`Options::attend_per`): one of the kernel's tiles.
-/// At short contexts the chunks' count is bound by this, and more of them shorten the
-/// chain each workgroup walks (dory-tiny after pp512 on the H200: 953 tok/s at 32, 881 at 64).
 pub const MIN_PER: usize = 32;
 
 /// The chunks of a step whose rows see at most `most` positions, `min_per` or more to each.
+///
+/// A row's time is its longest chunk's walk (∝ keys / chunks) plus the combine's read of
+/// the chunks' partials (∝ chunks), least at about √keys chunks. Measured on the H200
+/// (decode, tok/s): dory-tiny at ~600 keys 953 with 19 chunks against 881 with 10; the
+/// larger config at ~4,600 keys 213 with 72 chunks against 202 with 128 (at 32k keys √
+/// and the target agree on 128 chunks, as before).
 pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize) -> Split {
     let want = TARGET_GROUPS.div_ceil(rows * kv_heads).max(1);
-    let chunks = want.min(most.div_ceil(min_per)).max(1);
+    let chunks = want.min(most.div_ceil(min_per)).min(most.isqrt()).max(1);
     let per = most.div_ceil(chunks);
     Split { per, chunks: most.div_ceil(per) }
 }
@@ -176,4 +177,20 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
         let p = CombineParams { kv_heads: kv as u32, d: c.head_dim as u32, chunks: split.chunks as u32, row0 };
         rec.dispatch(combine, &binds, &p, [kv as u32, n, 1]);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_covers_the_keys_in_about_root_keys_chunks() {
+        // (keys, rows, KV heads) → chunks: a short context by its tiles, a long one by √keys,
+        // 32k by the workgroups' target, a prompt in one chunk per row.
+        for (most, rows, kv, chunks) in [(600, 1, 2, 19), (4_640, 1, 4, 68), (32_768, 1, 4, 128), (512, 512, 4, 1), (20, 1, 2, 1)] {
+            let s = split(most, rows, kv, MIN_PER);
+            assert_eq!(s.chunks, chunks, "{most} keys");
+            assert!(s.per * s.chunks >= most && s.per * (s.chunks - 1) < most, "{s:?} for {most} keys");
+        }
+    }
 }
