@@ -29,13 +29,11 @@ const LANES: u32 = 32u;
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
-var<private> writes_h: bool;
 // y (RES = 1), formed once per workgroup: matmul.rs's RESIDUAL_MAX_K floats.
 const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
-// The residual's reads and writes (ngpt.wgsl): y, unnormalised, goes to h_next in
-// workgroup 0 only.
+// The residual's reads and writes (ngpt.wgsl): y, unnormalised, goes to y_sh.
 fn res_h(base: u32, e: u32) -> vec4<f32> {
     return x[base + e];
 }
@@ -46,9 +44,6 @@ fn res_o(base: u32, e: u32) -> vec4<f32> {
 
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
     y_sh[e] = y;
-    if (writes_h) {
-        h_next[base + e] = y;
-    }
 }
 
 // The residual's norms (RES = 1), and in workgroup 0 the new hidden state; every
@@ -56,12 +51,11 @@ fn res_put(base: u32, e: u32, y: vec4<f32>) {
 fn residual_prologue(lid: u32, wid: u32) {
     let k4 = p.k / 4u;
     let base = p.xr0 * k4;
-    writes_h = wid == 0u;
     res = residual_row(base, k4, lid, p.eps);
-    if (writes_h) {
-        // Each invocation rescales what it wrote.
+    if (wid == 0u) {
+        // Each invocation reads the part of y it wrote.
         for (var e = lid; e < k4; e = e + 256u) {
-            h_next[base + e] = h_next[base + e] * res.z;
+            h_next[base + e] = y_sh[e] * res.z;
         }
     }
     workgroupBarrier();
