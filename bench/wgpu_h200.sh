@@ -32,11 +32,13 @@
 #                              GPU profiles, decode and prompt (TINY_PROFILES=0: not)
 #   bench/wgpu_h200.sh run host  the GPU tests, then the host's time by phase in decode of
 #                              both models, under the defaults and each of AB_SWITCHES
-#   bench/wgpu_h200.sh run coop  the GPU tests on the tensor cores with x's lo part and
-#                              without, and the larger model's prompt in each tile shape
+#   bench/wgpu_h200.sh run coop  the GPU tests on each tensor-core kernel (COOP_TESTS), every
+#                              GEMM shape at 256 and 512 rows, and the larger model's
+#                              prompt under each of PROMPTS (kernel, chunk, depth)
 #   bench/wgpu_h200.sh run sweep  no tests: decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
-#                              SWEEP's settings ("defaults" among them for none)
+#                              SWEEP's settings ("defaults" among them for none,
+#                              bin:PATH another binary)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -114,19 +116,21 @@ budget=${BUDGET:-500}
 room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget spent)"; false; }; }
 
 if [ "${2:-}" = sweep ]; then
-    # One setting at a time (SWEEP: assignments, "defaults" for none), no tests: dory-tiny's
-    # decode after pp512, the larger model's at each of SWEEP_DEPTHS (default 0 and 4k); the
-    # attention column names the setting.
+    # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
+    # binary), no tests: dory-tiny's decode after pp512, the larger model's at each of
+    # SWEEP_DEPTHS (default 0 and 4k); the attention column names the setting.
     large=/tmp/wgpu-large
-    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
         runs=("models/dory-tiny 0 3 128")
         for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done
         for m in "${runs[@]}"; do
             set -- $m
             room 60 "$sw $1 depth $2" || break 2
-            env $([ "$sw" = defaults ] || echo "$sw") timeout 60 $dory bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
-                --gen $4 --exit none --json | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$sw\"/" \
+            bin=$dory
+            case $sw in bin:*) bin=${sw#bin:} ;; esac
+            env $([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw") timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
+                --gen $4 --exit none --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done
     done
@@ -143,7 +147,7 @@ fi
 large=/tmp/wgpu-large
 if [ "${2:-}" = host ]; then
     # The host's time by phase alone, decode of both models (after the GPU tests).
-    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for m in models/dory-tiny $large; do
         for sw in defaults ${AB_SWITCHES:-}; do
             env $([ "$sw" = defaults ] || echo "$sw") DORY_WGPU_PROFILE=host timeout 30 $dory bench --backend wgpu \
@@ -154,19 +158,25 @@ if [ "${2:-}" = host ]; then
     exit 0
 fi
 if [ "${2:-}" = coop ]; then
-    # The tensor-core GEMM alone: the GPU tests on it, with x's lo part dropped (what the
-    # part is worth in accuracy), and the larger model's prompt in each tile shape.
-    for lo in 1 0; do
-        echo "== GPU tests with the tensor-core GEMM, lo part $lo"
-        CI=true DORY_WGPU_COOP=1 DORY_WGPU_COOP_LO=$lo timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
-            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_coop_lo$lo.log" | grep -E "relative|test result|panicked"
+    # The tensor-core GEMMs alone: after the GPU tests, the same under each of COOP_TESTS
+    # (settings joined by '+'), every GEMM shape of the larger model's projections at the
+    # default chunk's rows and 512 (dory-wgpu-kernels --gemm), and its pp512 under each of
+    # PROMPTS: KERNEL@CHUNK[@DEPTH], KERNEL one of plain, direct, tall, shape (by shape).
+    for t in ${COOP_TESTS:-DORY_WGPU_COOP_KERNEL=tall+DORY_WGPU_COOP_TILE=2,2,1}; do
+        echo "== GPU tests, $t"
+        env ${t//+/ } CI=true timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_${t//[^A-Za-z0-9_]/_}.log" | grep -E "relative|test result|panicked"
     done
-    timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
-    for tile in plain 1,1,1 1,1,2 2,1,1 2,1,2 2,2,2; do
-        coop=$([ $tile = plain ] && echo 0 || echo 1)
-        DORY_WGPU_COOP=$coop DORY_WGPU_COOP_TILE=$tile timeout 40 $dory bench --backend wgpu --model $large \
-            --depth 0 --reps 3 --prompt 512 --gen 0 --exit none --json \
-            | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"tile $tile\"/" | tee -a "$out/wgpu_bench.jsonl"
+    [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    room 150 "GEMM shapes" && timeout 120 $carry/dory-wgpu-kernels --model $large --dtypes f16 --gemm 2>&1 \
+        >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME | tee -a "$out/wgpu_kernels.txt"
+    for run in ${PROMPTS:-plain@256 direct@256 shape@256 direct@512 shape@512 tall@512 direct@1024 shape@1024}; do
+        IFS=@ read -r kernel chunk depth <<<"$run"
+        room 45 "prompt $run" || break
+        coop=$([ $kernel = plain ] && echo 0 || echo 1)
+        DORY_WGPU_COOP=$coop DORY_WGPU_COOP_KERNEL=$kernel timeout 45 $dory bench --backend wgpu --model $large \
+            --attention exact --depth ${depth:-0} --chunk $chunk --reps 3 --prompt 512 --gen 0 --exit none --json \
+            | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$run\"/" | tee -a "$out/wgpu_bench.jsonl"
     done
     exit 0
 fi
@@ -186,7 +196,7 @@ floors() { # model dtypes timeout [--quick]
     timeout "$3" $carry/dory-wgpu-kernels --model "$1" --dtypes "$2" ${4:-} 2>&1 >>"$out/wgpu_floors.jsonl" \
         | grep -v XDG_RUNTIME | tee -a "$out/wgpu_kernels.txt"
 }
-room 150 "the larger model" && timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+room 150 "the larger model" && { [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null; }
 if ((all_shapes && !ab)); then
     floors $large f16,bf16 240
 elif ((!ab)); then

@@ -15,9 +15,10 @@ pub struct ModelArgs {
     /// models/dory-tiny of the repository this binary was built from]
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
-    /// Rows of a prompt run at once (a memory bound; the logits do not depend on it).
-    #[arg(long, default_value_t = dory::DEFAULT_CHUNK, value_name = "ROWS")]
-    pub chunk: usize,
+    /// Rows of a prompt run at once (a memory bound; the logits do not depend on it)
+    /// [default: 256 on the CPU, 512 on a GPU]
+    #[arg(long, value_name = "ROWS")]
+    pub chunk: Option<usize>,
     /// How full layers attend: exact, or o1 (constant memory after the seal) [default:
     /// o1 when the model's config has an o1 section, else exact]
     #[arg(long, value_name = "MODE")]
@@ -74,14 +75,17 @@ impl ModelArgs {
     /// A session on `device` with `--chunk`, `--attention` and `--o1`.
     pub fn session(&self, device: &Device, model: &Model) -> Result<AnySession> {
         let attention = self.attention(&model.config)?;
-        let mut session = device.session(model, self.chunk()?)?;
+        let mut session = device.session(model, self.chunk(device)?)?;
         session.set_attention(attention)?;
         Ok(session)
     }
 
-    /// `--chunk`, within its bound.
-    pub fn chunk(&self) -> Result<usize> {
-        Ok(dory::limits::option("--chunk", self.chunk, dory::limits::MAX_CHUNK)?)
+    /// `--chunk`, within its bound, else the default of `device`'s backend.
+    pub fn chunk(&self, device: &Device) -> Result<usize> {
+        match self.chunk {
+            Some(n) => Ok(dory::limits::option("--chunk", n, dory::limits::MAX_CHUNK)?),
+            None => Ok(device.default_chunk()),
+        }
     }
 
     /// The attention mode that `--attention` and `--o1` ask for.

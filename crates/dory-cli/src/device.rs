@@ -60,6 +60,14 @@ impl Device {
         })
     }
 
+    /// Rows of a prompt a session runs at once unless told (`--chunk`).
+    pub fn default_chunk(&self) -> usize {
+        match self {
+            Device::Cpu => dory::DEFAULT_CHUNK,
+            Device::Wgpu(_) => dory_wgpu::DEFAULT_CHUNK,
+        }
+    }
+
     /// A fresh session on `model` (the model the device was opened for).
     pub fn session(&self, model: &Model, chunk: usize) -> dory::Result<AnySession> {
         Ok(match self {

@@ -62,7 +62,7 @@ pub fn run(a: &Args) -> Result<()> {
         session.set_exit(exit);
     }
     let semantics = if a.decode { Semantics::Decode } else { Semantics::Prefill };
-    let bar = progress(semantics, semantics.work(&windows, a.model.chunk, c.passes), ids.len());
+    let bar = progress(semantics, semantics.work(&windows, a.model.chunk(&device)?, c.passes), ids.len());
     let bytes = model.tokenizer.byte_lengths();
     let t0 = Instant::now();
     let score = session.perplexity(semantics, &windows, &bytes, |n| bar.inc(n as u64))?;

@@ -18,11 +18,11 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let chunk = a.model.chunk()?;
     a.server.check()?;
     // Read, not mapped: a server outlives edits to the folder, and rebuilds a worker's
     // session from these bytes after a fault.
     let (model, device) = a.model.open_with(true)?;
+    let chunk = a.model.chunk(&device)?;
     let attention = a.model.attention(&model.config)?;
     match device {
         Device::Cpu => {

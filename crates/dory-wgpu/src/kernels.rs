@@ -135,6 +135,8 @@ pub struct Options {
     /// inputs loaded before they are multiplied (1 or 2).
     pub coop_tile: (u32, u32),
     pub coop_unroll: u32,
+    /// Which tensor-core kernel a projection takes (the unrolling is `gemm_coop`'s alone).
+    pub coop_kernel: CoopKernel,
     /// x's lo part kept (false only to measure what it adds).
     pub coop_lo: bool,
     /// A decoded row's prep done by attend.
@@ -153,7 +155,8 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
+    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
+    /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
@@ -165,6 +168,11 @@ impl Options {
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
             coop_unroll: 2,
+            coop_kernel: match std::env::var("DORY_WGPU_COOP_KERNEL").as_deref() {
+                Ok("direct") => CoopKernel::Direct,
+                Ok("tall") => CoopKernel::Tall,
+                _ => CoopKernel::ByShape,
+            },
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             fuse_prep: true,
             fuse_residual: true,
@@ -183,7 +191,7 @@ impl Options {
         }
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
-        o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
+        o.coop &= coop_workgroup_bytes(&o) <= workgroup_bytes;
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
         }
@@ -201,9 +209,36 @@ impl Options {
     }
 }
 
-/// Bytes of workgroup memory `gemm_coop.wgsl` takes for a tile of WM × WN subgroups: a
-/// 16 × 16 tile of f32 per subgroup.
-pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
+/// Which tensor-core GEMM a projection takes (`gemm_coop.wgsl`): `gemm_coop`, a 32 × 64 block
+/// of out per subgroup, or `gemm_tall`, 64 × 64, which reuses each fragment more but gives
+/// half the blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoopKernel {
+    Direct,
+    Tall,
+    /// `gemm_tall` where it still has `TALL_BLOCKS` blocks, else `gemm_coop`.
+    ByShape,
+}
+
+/// The fewest 64 × 64 blocks that keep `gemm_tall` ahead: at 512 rows on the H200 it wins on
+/// 5120 and 11264 columns (640 and 1408 blocks) and loses on 2048 (256).
+pub const TALL_BLOCKS: usize = 512;
+
+impl CoopKernel {
+    /// Whether a product of `rows` rows and `n` columns takes `gemm_tall`.
+    pub fn tall(self, rows: usize, n: usize) -> bool {
+        match self {
+            CoopKernel::Direct => false,
+            CoopKernel::Tall => true,
+            CoopKernel::ByShape => rows.div_ceil(64) * n.div_ceil(64) >= TALL_BLOCKS,
+        }
+    }
+}
+
+/// Bytes of workgroup memory the tensor-core GEMM takes for the options' tile of WM × WN
+/// subgroups: a 16 × 16 tile of f32 per subgroup.
+pub fn coop_workgroup_bytes(o: &Options) -> u32 {
+    let (wm, wn) = o.coop_tile;
     4 * 256 * wm * wn
 }
 
@@ -223,21 +258,24 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
         for (tile, unroll) in
             [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
         {
-            if coop_workgroup_bytes(tile) <= workgroup_bytes {
-                all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
-            }
+            all.push(Options { coop_tile: tile, coop_unroll: unroll, coop_kernel: CoopKernel::Direct, ..base });
         }
+        for tile in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+            all.push(Options { coop_tile: tile, coop_unroll: 1, coop_kernel: CoopKernel::Tall, ..base });
+        }
+        all.retain(|o| !o.coop || coop_workgroup_bytes(o) <= workgroup_bytes);
     }
     all.dedup();
     all
 }
 
 /// The tensor-core GEMM's kernels: x split into f16 parts, then the product (plain, and
-/// times a per-column scale).
+/// times a per-column scale) in blocks of 32 × 64 or 64 × 64.
 #[derive(Clone, Copy, Debug)]
 pub struct Coop {
     pub split: KernelId,
     pub gemm: [KernelId; 2],
+    pub tall: [KernelId; 2],
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -352,10 +390,9 @@ impl Kernels {
         let gemm_coop = options.coop.then(|| {
             let (wm, wn) = options.coop_tile;
             let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("UNROLL", f64::from(options.coop_unroll))];
-            Coop {
-                split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]),
-                gemm: [b.add("gemm_coop", "gemm_coop", &c), b.add("gemm_coop", "gemm_coop_scaled", &c)],
-            }
+            let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+            let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
+            Coop { split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]), gemm, tall }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

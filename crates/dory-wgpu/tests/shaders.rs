@@ -110,12 +110,31 @@ fn every_kernel_validates_and_translates() {
 fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);
-        assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
+        assert!(!o.coop || coop_workgroup_bytes(&o) <= limit, "{o:?} at {limit}");
         for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
-            assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
+            assert!(!v.coop || coop_workgroup_bytes(&v) <= limit, "{v:?} at {limit}");
         }
     }
-    assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
-    assert_eq!(coop_workgroup_bytes(Options::new(Reduce::Subgroup, true, 49152).coop_tile), 1024);
+    let o = Options::new(Reduce::Subgroup, true, 49152);
+    assert_eq!(coop_workgroup_bytes(&Options { coop_tile: (2, 2), ..o }), 4096);
+    assert_eq!(coop_workgroup_bytes(&o), 1024);
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
+}
+
+/// The taller tensor-core block where it still has blocks to fill the card: the H200's
+/// winners at 256 and 512 rows (bench/logs/h200-2026-12-02c/call-3).
+#[test]
+fn the_taller_block_goes_where_it_has_the_blocks() {
+    use dory_wgpu::kernels::CoopKernel;
+    for (rows, n, tall) in [
+        (512, 5120, true),
+        (512, 11264, true),
+        (256, 11264, true),
+        (256, 5120, false),
+        (512, 2048, false),
+        (256, 2048, false),
+    ] {
+        assert_eq!(CoopKernel::ByShape.tall(rows, n), tall, "{rows} rows × {n}");
+    }
+    assert!(CoopKernel::Tall.tall(1, 1) && !CoopKernel::Direct.tall(4096, 32000));
 }

@@ -1,10 +1,11 @@
-//! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16] [--quick]`:
+//! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16] [--quick | --gemm]`:
 //! kernel benchmarks on the best adapter, as JSON lines, then a table. First the floors
 //! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU);
 //! with a model, its weight bytes and dispatches per token and the floors they give. Then
 //! every projection of the config's shapes, timed alone on the GPU: one row (a decoded
 //! token; with the prologue the backend fuses into it) in every single-row kernel shape,
-//! and 512 rows (a prompt) in every GEMM shape the device can run.
+//! and 512 rows (a prompt) in every GEMM shape the device can run (`--gemm`: those alone,
+//! at the default chunk's rows too).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,6 +88,7 @@ fn dtypes() -> Result<Vec<DType>, String> {
 /// Times each projection of `c`'s shapes in each kernel shape; returns the timings.
 fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static str, Timing)>, String> {
     let quick = std::env::args().any(|a| a == "--quick");
+    let gemm_only = std::env::args().any(|a| a == "--gemm");
     let (d, f) = (c.hidden, c.ffn);
     // Each projection of a layer-pass with the prologue the decode step fuses into it, and the head.
     let shapes = [
@@ -108,10 +110,11 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
     for options in variants {
         let vdev = Arc::new(dev.with_options(options).map_err(err)?);
         // Single rows where the variant changes them, prompts where it changes the GEMM.
-        let one = options.gemv1 != base.gemv1 || options == base;
+        let one = (options.gemv1 != base.gemv1 || options == base) && !gemm_only;
         let many = options.coop != base.coop
             || options.coop_tile != base.coop_tile
             || options.coop_unroll != base.coop_unroll
+            || options.coop_kernel != base.coop_kernel
             || options == base;
         for (name, prologue, mats) in &weights {
             let mut runs = vec![];
@@ -122,6 +125,10 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
                 }
             }
             if many && *name != "head" {
+                // A prompt's chunk (the default) and twice it.
+                if gemm_only {
+                    runs.push((dory::DEFAULT_CHUNK, Prologue::None));
+                }
                 runs.push((512, Prologue::None));
             }
             for (rows, pro) in runs {

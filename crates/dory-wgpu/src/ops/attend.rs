@@ -187,7 +187,9 @@ mod tests {
     fn a_split_covers_the_keys_in_about_root_keys_chunks() {
         // (keys, rows, KV heads) → chunks: a short context by its tiles, a long one by √keys,
         // 32k by the workgroups' target, a prompt in one chunk per row.
-        for (most, rows, kv, chunks) in [(600, 1, 2, 19), (4_640, 1, 4, 68), (32_768, 1, 4, 128), (512, 512, 4, 1), (20, 1, 2, 1)] {
+        for (most, rows, kv, chunks) in
+            [(600, 1, 2, 19), (4_640, 1, 4, 68), (32_768, 1, 4, 128), (512, 512, 4, 1), (20, 1, 2, 1)]
+        {
             let s = split(most, rows, kv, MIN_PER);
             assert_eq!(s.chunks, chunks, "{most} keys");
             assert!(s.per * s.chunks >= most && s.per * (s.chunks - 1) < most, "{s:?} for {most} keys");

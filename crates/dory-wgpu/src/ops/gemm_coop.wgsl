@@ -7,9 +7,12 @@
 //
 // Every operand is loaded straight from its buffer (no staging through workgroup memory: a
 // subgroup's fragments are reused across its tiles, and the workgroup's subgroups that
-// share columns of W meet them in the cache). A workgroup of WM × WN subgroups of 32
+// share columns of W meet them in the cache; a kernel that staged 32 inputs at a time
+// in workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of WM × WN subgroups of 32
 // computes a (32 WM) × (64 WN) tile of out, each subgroup a 32 × 64 block as 2 × 4
-// accumulators; UNROLL = 2 loads two slices of 16 inputs before multiplying either.
+// accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16 inputs before multiplying
+// either), or a (64 WM) × (64 WN) tile in blocks of 64 × 64 as 4 × 4 (`gemm_tall`), which
+// loads 12 fragments for 32 products instead of 8 for 16 but has half the workgroups.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled), W's buffer 16 rows of zeros past its last
@@ -24,6 +27,9 @@ enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
+// Slices of 16 inputs loaded before they are multiplied (gemm_coop). (Declared before
+// c_sh: naga 30's override processing fails on an override declared after a type sized by
+// others.)
 override UNROLL: u32 = 1u;
 
 struct P {
@@ -58,21 +64,22 @@ fn mma2(hi: FragA, lo: FragA, b: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(lo, b, coopMultiplyAdd(hi, b, c));
 }
 
-fn load_a(at: u32) -> FragA {
-    let stride = p.k16;
-    return coopLoadT<FragA>(&xa[at], stride);
-}
-
-fn load_b(at: u32) -> FragB {
-    let stride = p.ldw;
-    return coopLoad<FragB>(&w[at], stride);
-}
-
 // Where the 16 rows of W from j on start: a tile wholly past the part's last row reads
 // the first rows instead (what it computes is not written), one that crosses it reads into
 // the zero rows after it.
 fn w_at(j: u32) -> u32 {
     return select(j, 0u, j >= p.rows_w) * p.ldw;
+}
+
+// An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
+fn zero_acc(lid: u32) -> Acc {
+    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
+        c_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&c_sh[0], 16u);
+    workgroupBarrier();
+    return zero;
 }
 
 // Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
@@ -97,18 +104,38 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
 }
 
+// The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
+fn emit_block(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    emit(t00, sg, lane, r0, j0, scaled);
+    emit(t01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+}
+
+fn load_a(at: u32) -> FragA {
+    let stride = p.k16;
+    return coopLoadT<FragA>(&xa[at], stride);
+}
+
+fn load_b(at: u32) -> FragB {
+    let stride = p.ldw;
+    return coopLoad<FragB>(&w[at], stride);
+}
+
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
     // This subgroup's 32 × 64 block of out.
     let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
-        c_sh[e] = 0.0;
-    }
-    workgroupBarrier();
-    let zero = coopLoad<Acc>(&c_sh[0], 16u);
-    workgroupBarrier();
+    let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
     var c02 = zero;
@@ -173,19 +200,70 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
-// The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
-fn emit_block(
-    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
-) {
-    emit(t00, sg, lane, r0, j0, scaled);
-    emit(t01, sg, lane, r0, j0 + 16u, scaled);
-    emit(t02, sg, lane, r0, j0 + 32u, scaled);
-    emit(t03, sg, lane, r0, j0 + 48u, scaled);
-    emit(t10, sg, lane, r0 + 16u, j0, scaled);
-    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
-    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
-    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+// A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
+// for every 32 products, where the 32 × 64 block loads 8 for 16.
+fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let r0 = wid.y * 64u * WM + 64u * (sg / WN);
+    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    let zero = zero_acc(lid);
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
+    var c20 = zero;
+    var c21 = zero;
+    var c22 = zero;
+    var c23 = zero;
+    var c30 = zero;
+    var c31 = zero;
+    var c32 = zero;
+    var c33 = zero;
+    let a0 = r0 * p.k16;
+    let a1 = a0 + 16u * p.k16;
+    let a2 = a0 + 32u * p.k16;
+    let a3 = a0 + 48u * p.k16;
+    let w0 = w_at(j0);
+    let w1 = w_at(j0 + 16u);
+    let w2 = w_at(j0 + 32u);
+    let w3 = w_at(j0 + 48u);
+    for (var k = 0u; k < p.k16; k = k + 16u) {
+        let h0 = load_a(a0 + k);
+        let h1 = load_a(a1 + k);
+        let h2 = load_a(a2 + k);
+        let h3 = load_a(a3 + k);
+        let l0 = load_a(p.lo + a0 + k);
+        let l1 = load_a(p.lo + a1 + k);
+        let l2 = load_a(p.lo + a2 + k);
+        let l3 = load_a(p.lo + a3 + k);
+        let b0 = load_b(w0 + k);
+        let b1 = load_b(w1 + k);
+        let b2 = load_b(w2 + k);
+        let b3 = load_b(w3 + k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+        c20 = mma2(h2, l2, b0, c20);
+        c21 = mma2(h2, l2, b1, c21);
+        c22 = mma2(h2, l2, b2, c22);
+        c23 = mma2(h2, l2, b3, c23);
+        c30 = mma2(h3, l3, b0, c30);
+        c31 = mma2(h3, l3, b1, c31);
+        c32 = mma2(h3, l3, b2, c32);
+        c33 = mma2(h3, l3, b3, c33);
+    }
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+    emit_block(c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, r0 + 32u, j0, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)
@@ -196,4 +274,14 @@ fn gemm_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
 @compute @workgroup_size(32 * WM * WN)
 fn gemm_coop_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, true);
+}
+
+@compute @workgroup_size(32 * WM * WN)
+fn gemm_tall(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_tall_tile(lid, wid, false);
+}
+
+@compute @workgroup_size(32 * WM * WN)
+fn gemm_tall_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_tall_tile(lid, wid, true);
 }

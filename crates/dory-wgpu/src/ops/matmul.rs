@@ -109,7 +109,14 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
     }
     match coop_kernels(rec, w, rows) {
         _ if rows <= GEMV_ROWS => format!("gemv{pro}"),
-        Some(_) => format!("gemm_coop ({}×{} subgroups, unroll {})", o.coop_tile.0, o.coop_tile.1, o.coop_unroll),
+        Some(_) => {
+            let (wm, wn) = o.coop_tile;
+            if o.coop_kernel.tall(rows, w.n) {
+                format!("gemm_tall ({wm}×{wn} subgroups)")
+            } else {
+                format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll)
+            }
+        }
         None => "gemm".into(),
     }
 }
@@ -229,10 +236,11 @@ fn tensor_cores(
     rows: usize,
     scale: Option<&Arc<Store>>,
 ) {
-    let (wm, wn) = rec.dev().kernels.options.coop_tile;
+    let o = rec.dev().kernels.options;
+    let (wm, wn) = o.coop_tile;
     let k16 = w.k.next_multiple_of(16);
-    // Whole tiles of rows, which the GEMM reads.
-    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
+    // Whole tiles of rows (of either kernel), which the GEMM reads.
+    let halves = rows.next_multiple_of(64 * wm as usize) * k16;
     let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
         Ok(b) => b,
         Err(e) => return rec.fail(e),
@@ -243,8 +251,10 @@ fn tensor_cores(
         let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
         rec.dispatch(coop.split, &binds, &p, [n, 1, 1]);
     });
-    let kernel = coop.gemm[usize::from(scale.is_some())];
     for part in &w.parts {
+        let tall = o.coop_kernel.tall(rows, part.rows);
+        let kernel = if tall { coop.tall } else { coop.gemm }[usize::from(scale.is_some())];
+        let tile_rows = if tall { 64 } else { 32 } * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let binds = [
             (0, Bind::Buf(part.store.clone())),
@@ -263,12 +273,7 @@ fn tensor_cores(
             rows: rows as u32,
             lo,
         };
-        rec.dispatch(
-            kernel,
-            &binds,
-            &p,
-            [groups_for(part.rows, 64 * wn as usize), groups_for(rows, 32 * wm as usize), 1],
-        );
+        rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, 64 * wn as usize), groups_for(rows, tile_rows), 1]);
     }
 }
 
