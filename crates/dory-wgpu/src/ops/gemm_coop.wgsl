@@ -15,9 +15,10 @@
 // loads 12 fragments for 32 products instead of 8 for 16 but has half the workgroups.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
-// rows of k16 (k rounded up to 16, zero-filled), W's buffer 16 rows of zeros past its last
-// (model.rs), so that a tile's loads stay inside their buffers; what they add lands in
-// rows and columns that are not written, or meets x's zeros.
+// rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a),
+// W's buffer 16 rows of zeros past its last (model.rs), so that a tile's loads stay inside
+// their buffers; what they add lands in rows and columns that are not written, or meets
+// x's zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence named accumulators, stored as the arguments of a function.
@@ -119,9 +120,12 @@ fn emit_block(
     emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
-fn load_a(at: u32) -> FragA {
-    let stride = p.k16;
-    return coopLoadT<FragA>(&xa[at], stride);
+// The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
+// start at k: split.wgsl lays x out tile by tile, each tile's 256 halves in a row, so that a
+// fragment is one run of 512 bytes (rows of 32 bytes k16 apart spread it over 16 lines).
+fn load_a(rows: u32, k: u32) -> FragA {
+    let stride = 16u;
+    return coopLoadT<FragA>(&xa[rows + 16u * k], stride);
 }
 
 fn load_b(at: u32) -> FragB {
@@ -153,18 +157,18 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     var k = 0u;
     if (UNROLL == 2u) {
         for (; k + 16u < p.k16; k = k + 32u) {
-            let h0 = load_a(a0 + k);
-            let h1 = load_a(a1 + k);
-            let l0 = load_a(p.lo + a0 + k);
-            let l1 = load_a(p.lo + a1 + k);
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
             let b0 = load_b(w0 + k);
             let b1 = load_b(w1 + k);
             let b2 = load_b(w2 + k);
             let b3 = load_b(w3 + k);
-            let g0 = load_a(a0 + k + 16u);
-            let g1 = load_a(a1 + k + 16u);
-            let m0 = load_a(p.lo + a0 + k + 16u);
-            let m1 = load_a(p.lo + a1 + k + 16u);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
             let d0 = load_b(w0 + k + 16u);
             let d1 = load_b(w1 + k + 16u);
             let d2 = load_b(w2 + k + 16u);
@@ -180,10 +184,10 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         }
     }
     for (; k < p.k16; k = k + 16u) {
-        let h0 = load_a(a0 + k);
-        let h1 = load_a(a1 + k);
-        let l0 = load_a(p.lo + a0 + k);
-        let l1 = load_a(p.lo + a1 + k);
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
         let b0 = load_b(w0 + k);
         let b1 = load_b(w1 + k);
         let b2 = load_b(w2 + k);
@@ -233,14 +237,14 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let w2 = w_at(j0 + 32u);
     let w3 = w_at(j0 + 48u);
     for (var k = 0u; k < p.k16; k = k + 16u) {
-        let h0 = load_a(a0 + k);
-        let h1 = load_a(a1 + k);
-        let h2 = load_a(a2 + k);
-        let h3 = load_a(a3 + k);
-        let l0 = load_a(p.lo + a0 + k);
-        let l1 = load_a(p.lo + a1 + k);
-        let l2 = load_a(p.lo + a2 + k);
-        let l3 = load_a(p.lo + a3 + k);
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let h2 = load_a(a2, k);
+        let h3 = load_a(a3, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let l2 = load_a(p.lo + a2, k);
+        let l3 = load_a(p.lo + a3, k);
         let b0 = load_b(w0 + k);
         let b1 = load_b(w1 + k);
         let b2 = load_b(w2 + k);

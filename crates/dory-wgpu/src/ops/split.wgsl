@@ -1,8 +1,8 @@
 // x's rows for the tensor-core GEMM (gemm_coop.wgsl): row r of x times s_r, a power of two
 // that puts its largest magnitude in [2¹², 2¹³), as hi = s_r x cut to f16's 11 significant
 // bits and lo = f16(s_r x − hi), so that hi + lo keeps ~22 bits of every value and neither
-// part leaves f16's range; rows widened from k to k16 with zeros; 1/s_r beside. One
-// workgroup per row.
+// part leaves f16's range; rows widened from k to k16 with zeros, laid out in 16 × 16 tiles;
+// 1/s_r beside. One workgroup per row.
 
 enable f16;
 
@@ -36,7 +36,9 @@ fn split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     // The exponent of the largest magnitude, kept where s and 1/s are normal f32s.
     let e = clamp(frexp(max(max(most.x, most.y), max(most.z, most.w))).exp, -100, 100);
     let s = ldexp(1.0, 13 - e);
-    let dst = r * (p.k16 / 4u);
+    // Tile by tile (gemm_coop's load_a): row r's inputs 4i … 4i + 3 sit in tile (r / 16,
+    // i / 4), at row r % 16 of it, counted in vec4s.
+    let dst = (r / 16u) * (p.k16 / 16u) * 64u + (r % 16u) * 4u;
     for (var i = lid; i < p.k16 / 4u; i = i + WG) {
         var v = vec4<f32>(0.0);
         if (i < k4) {
@@ -46,8 +48,9 @@ fn split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         // way back can be folded into nothing by a compiler; the mask cannot), so that
         // v − hi is exact and holds the rest.
         let top = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
-        xa[dst + i] = vec4<f16>(top);
-        xa[p.lo / 4u + dst + i] = vec4<f16>((v - top) * f32(LO));
+        let at = dst + (i / 4u) * 64u + i % 4u;
+        xa[at] = vec4<f16>(top);
+        xa[p.lo / 4u + at] = vec4<f16>((v - top) * f32(LO));
     }
     if (lid == 0u) {
         xinv[r] = ldexp(1.0, e - 13);
