@@ -190,7 +190,8 @@ run() { # model attention depth reps gen timeout
     timeout "$6" $dory bench --backend wgpu --model "$1" --attention "$2" --depth "$3" --reps "$4" \
         --prompt 512 --gen "$5" --exit none --json | tee -a "$bench"
 }
-floors() { # model dtypes timeout [--quick]
+floors() { # model dtypes timeout [--quick]; FLOORS=none: not
+    [ "${FLOORS:-}" = none ] && return 0
     room "$3" "kernels of $1" || return 0
     echo "== kernels: $1"
     timeout "$3" $carry/dory-wgpu-kernels --model "$1" --dtypes "$2" ${4:-} 2>&1 >>"$out/wgpu_floors.jsonl" \
