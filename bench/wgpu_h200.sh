@@ -54,12 +54,14 @@ if [ "${1:-}" = build ]; then
         [ -d $old ] || git worktree add -q --detach $old "$2"
         # Cargo judges the shared artifacts by time: the other tree's sources made newer.
         (cd $old && find crates -name '*.rs' -o -name '*.wgsl' | xargs touch \
-            && CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
+            && DORY_COMMIT=$2 CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
         cp "$target/release/dory" $carry/dory-$2
         # And this tree's sources made newer than what was just built from the other.
         find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
-    cargo build --release --locked -p dory-cli -p dory-wgpu-bench
+    # The commit the binaries report (`dory bench`'s records), whatever tree they run beside.
+    DORY_COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo +) \
+        cargo build --release --locked -p dory-cli -p dory-wgpu-bench
     test_bin=$(cargo test --release --locked -p dory-wgpu --test gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for l in sys.stdin:

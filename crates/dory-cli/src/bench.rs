@@ -113,8 +113,13 @@ fn table(a: &Args, r: &Report, attention: &str, peak: Option<u64>) {
     );
 }
 
-/// The commit the binary was built from, for benchmark records.
+/// The commit the binary was built from, for benchmark records: DORY_COMMIT at build time
+/// (`bench/wgpu_h200.sh build` sets it: a binary carried to another machine runs beside
+/// another checkout), else the checkout the binary was built in, asked at run time.
 fn commit() -> String {
+    if let Some(c) = option_env!("DORY_COMMIT") {
+        return c.to_string();
+    }
     std::process::Command::new("git")
         .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short", "HEAD"])
         .output()
