@@ -7,12 +7,13 @@
 //
 // Every operand is loaded straight from its buffer (no staging through workgroup memory: a
 // subgroup's fragments are reused across its tiles, and the workgroup's subgroups that
-// share columns of W meet them in the cache; a kernel that staged 32 inputs at a time
-// in workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of WM × WN subgroups of 32
-// computes a (32 WM) × (64 WN) tile of out, each subgroup a 32 × 64 block as 2 × 4
-// accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16 inputs before multiplying
-// either), or a (64 WM) × (64 WN) tile in blocks of 64 × 64 as 4 × 4 (`gemm_tall`), which
-// loads 12 fragments for 32 products instead of 8 for 16 but has half the workgroups.
+// share columns of W meet them in the cache; a kernel that staged 32 inputs at a time in
+// workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of
+// WM × WN subgroups of 32 computes a (32 WM) × (64 WN) tile of out, each subgroup a
+// 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
+// inputs before multiplying either), or a (64 WM) × (64 WN) tile in blocks of 64 × 64 as
+// 4 × 4 (`gemm_tall`), which loads 12 fragments for 32 products instead of 8 for 16 but
+// has half the workgroups.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a),
