@@ -120,7 +120,8 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 if [ "${2:-}" = sweep ]; then
     # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
     # binary), no tests: dory-tiny's decode after pp512, the larger model's at each of
-    # SWEEP_DEPTHS (default 0 and 4k); the attention column names the setting.
+    # SWEEP_DEPTHS (default 0 and 4k), SWEEP_ARGS added to each; the attention column
+    # names the setting.
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
@@ -132,7 +133,7 @@ if [ "${2:-}" = sweep ]; then
             bin=$dory
             case $sw in bin:*) bin=${sw#bin:} ;; esac
             env $([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw") timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
-                --gen $4 --exit none --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
+                --gen $4 --exit none ${SWEEP_ARGS:-} --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done
     done

@@ -146,6 +146,8 @@ pub struct Options {
     pub fuse_residual: bool,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,
+    /// Invocations that share a key's scores in attend.wgsl (8: tiles of 32 keys).
+    pub attend_lanes: u32,
 }
 
 impl Options {
@@ -158,7 +160,8 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
-    /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention).
+    /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -177,6 +180,7 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             attend_per: crate::ops::attend::MIN_PER,
+            attend_lanes: 8,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -194,6 +198,9 @@ impl Options {
         o.coop &= coop_workgroup_bytes(&o) <= workgroup_bytes;
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
+        }
+        if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
+            o.attend_lanes = lanes;
         }
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             o.fuse_prep = v.contains("prep");
@@ -415,7 +422,7 @@ impl Kernels {
             copy_slots: b.add("copy", "copy_slots", &[]),
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
-            attend: b.add("attend", "attend", &[]),
+            attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),
             combine_sealed: b.add("o1", "combine_sealed", &[]),

@@ -65,15 +65,16 @@ fn width() -> u32 {
 
 const WG: u32 = 256u;
 // Keys scored at once: LANES invocations share a key's dot product, so that a short span
-// still keeps the workgroup busy and no invocation walks a whole head alone.
-const LANES: u32 = 8u;
-const TILE: u32 = 32u; // WG / LANES
+// still keeps the workgroup busy and no invocation walks a whole head alone (a pipeline
+// constant, for measuring tiles of 64 or 16 keys).
+override LANES: u32 = 8u;
+override TILE: u32 = 256u / LANES;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 
 var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
-var<workgroup> w_sh: array<vec4<f32>, 32>;    // a tile's weights, one vec4 (4 heads) per key
-var<workgroup> s_sh: array<u32, 32>;          // a tile's slots
+var<workgroup> w_sh: array<vec4<f32>, TILE>;  // a tile's weights, one vec4 (4 heads) per key
+var<workgroup> s_sh: array<u32, TILE>;        // a tile's slots
 var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
 var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
 // A slot that no cache has: the row's own key and value, from workgroup memory.
