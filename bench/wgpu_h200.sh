@@ -5,7 +5,7 @@
 #                              test binary, stripped, into .wgpu-carry/; the Vulkan
 #                              loader's .deb into .gl/ (both ignored; carry them)
 #   bench/wgpu_h200.sh run     there, from the repository root: the GPU tests (CI=true:
-#                              no adapter is a failure), the floors and kernel timings
+#                              no adapter is a failure; again with gemm_tall forced), the floors and kernel timings
 #                              (dory-wgpu-kernels), `dory bench --backend wgpu` at depths
 #                              0, 4k and 32k (exact and O(1)) for models/dory-tiny and a
 #                              random model of bench/wgpu-large.json (f16), and the
@@ -141,6 +141,10 @@ if [ "${2:-}" = sweep ]; then
 fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
+# The tests' models are too small for the 64 × 64 tensor-core block to be chosen: forced.
+echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
+CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+    | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
 if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
     echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
     CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
@@ -165,7 +169,7 @@ if [ "${2:-}" = coop ]; then
     # (settings joined by '+'), every GEMM shape of the larger model's projections at the
     # default chunk's rows and 512 (dory-wgpu-kernels --gemm), and its pp512 under each of
     # PROMPTS: KERNEL@CHUNK[@DEPTH], KERNEL one of plain, direct, tall, shape (by shape).
-    for t in ${COOP_TESTS:-DORY_WGPU_COOP_KERNEL=tall+DORY_WGPU_COOP_TILE=2,2,1}; do
+    for t in ${COOP_TESTS:-DORY_WGPU_COOP_KERNEL=tall+DORY_WGPU_COOP_TILE=2,2,1 DORY_WGPU_COOP_KERNEL=direct+DORY_WGPU_COOP_TILE=2,2,1}; do
         echo "== GPU tests, $t"
         env ${t//+/ } CI=true timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
             | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_${t//[^A-Za-z0-9_]/_}.log" | grep -E "relative|test result|panicked"
