@@ -116,6 +116,11 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
             || options.coop_unroll != base.coop_unroll
             || options.coop_kernel != base.coop_kernel
             || options == base;
+        // Building the variant's pipelines leaves the GPU idle long enough for its clocks to
+        // drop (the first kernel timed after it ran 4× slow on the H200).
+        if one || many {
+            bench::warm_up(&vdev, Duration::from_millis(300)).map_err(err)?;
+        }
         for (name, prologue, mats) in &weights {
             let mut runs = vec![];
             if one {
