@@ -195,7 +195,7 @@ impl Options {
         }
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
-        o.coop &= coop_workgroup_bytes(&o) <= workgroup_bytes;
+        o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
         }
@@ -242,10 +242,9 @@ impl CoopKernel {
     }
 }
 
-/// Bytes of workgroup memory the tensor-core GEMM takes for the options' tile of WM × WN
-/// subgroups: a 16 × 16 tile of f32 per subgroup.
-pub fn coop_workgroup_bytes(o: &Options) -> u32 {
-    let (wm, wn) = o.coop_tile;
+/// Bytes of workgroup memory the tensor-core GEMM takes for a tile of WM × WN subgroups
+/// (either block): a 16 × 16 tile of f32 per subgroup.
+pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
 }
 
@@ -270,7 +269,7 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
         for tile in [(1, 1), (2, 1), (1, 2), (2, 2)] {
             all.push(Options { coop_tile: tile, coop_unroll: 1, coop_kernel: CoopKernel::Tall, ..base });
         }
-        all.retain(|o| !o.coop || coop_workgroup_bytes(o) <= workgroup_bytes);
+        all.retain(|o| !o.coop || coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes);
     }
     all.dedup();
     all

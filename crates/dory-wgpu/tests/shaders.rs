@@ -114,14 +114,13 @@ fn every_kernel_validates_and_translates() {
 fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);
-        assert!(!o.coop || coop_workgroup_bytes(&o) <= limit, "{o:?} at {limit}");
+        assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
         for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
-            assert!(!v.coop || coop_workgroup_bytes(&v) <= limit, "{v:?} at {limit}");
+            assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
         }
     }
-    let o = Options::new(Reduce::Subgroup, true, 49152);
-    assert_eq!(coop_workgroup_bytes(&Options { coop_tile: (2, 2), ..o }), 4096);
-    assert_eq!(coop_workgroup_bytes(&o), 1024);
+    assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
+    assert_eq!(coop_workgroup_bytes(Options::new(Reduce::Subgroup, true, 49152).coop_tile), 1024);
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }
 

@@ -68,7 +68,7 @@ const WG: u32 = 256u;
 // still keeps the workgroup busy and no invocation walks a whole head alone (a pipeline
 // constant, for measuring tiles of 64 or 16 keys).
 override LANES: u32 = 8u;
-override TILE: u32 = 256u / LANES;
+override TILE: u32 = WG / LANES;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 

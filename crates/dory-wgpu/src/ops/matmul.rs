@@ -111,7 +111,8 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         _ if rows <= GEMV_ROWS => format!("gemv{pro}"),
         Some(_) => {
             let (wm, wn) = o.coop_tile;
-            if o.coop_kernel.tall(rows, w.n) {
+            // As `tensor_cores` chooses, by its first part.
+            if o.coop_kernel.tall(rows, w.parts[0].rows) {
                 format!("gemm_tall ({wm}×{wn} subgroups)")
             } else {
                 format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll)
