@@ -35,10 +35,11 @@
 #   bench/wgpu_h200.sh run coop  the GPU tests on each tensor-core kernel (COOP_TESTS), every
 #                              GEMM shape at 256 and 512 rows, and the larger model's
 #                              prompt under each of PROMPTS (kernel, chunk, depth)
-#   bench/wgpu_h200.sh run sweep  no tests: decode of dory-tiny (after pp512) and of the
+#   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary)
+#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first,
+#                              SWEEP_PROFILE=DEPTH the larger prompt's kernels at DEPTH
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -122,9 +123,24 @@ if [ "${2:-}" = sweep ]; then
     # binary), no tests: dory-tiny's decode after pp512, the larger model's at each of
     # SWEEP_DEPTHS (default 0 and 4k), SWEEP_ARGS added to each; the attention column
     # names the setting.
+    # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE=DEPTH: also the GPU's time by kernel
+    # of the larger model's prompt at that depth under each setting.
+    if [ "${SWEEP_TESTS:-0}" = 1 ]; then
+        CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
+    fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    n=0
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
+        n=$((n + 1))
+        if [ -n "${SWEEP_PROFILE:-}" ] && room 60 "$sw profile"; then
+            bin=$dory
+            case $sw in bin:*) bin=${sw#bin:} ;; esac
+            echo "== $sw" > "$out/profile_sweep_$n.txt"
+            env $([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw") DORY_WGPU_PROFILE=1 timeout 60 $bin bench \
+                --backend wgpu --model $large --depth $SWEEP_PROFILE --reps 1 --prompt 512 --gen 0 --exit none \
+                ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
+        fi
         runs=("models/dory-tiny 0 3 128")
         for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done
         for m in "${runs[@]}"; do

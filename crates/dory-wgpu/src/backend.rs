@@ -283,7 +283,7 @@ impl Backend for Wgpu {
         }
         // Rows see more positions the later they come: the last row sees the most.
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
-        let split = attend::split(most, at.rows, c.kv_heads, model.dev.kernels.options.attend_per);
+        let split = attend::plan(&model.dev.kernels.options, c.kv_heads, c.head_dim, most, at.rows, fused);
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
         if (self.part.bytes as usize) < 4 * need {
             match Store::new(&model.dev, 4 * need.next_power_of_two() as u64, "attention partials") {

@@ -27,6 +27,8 @@ pub enum Lib {
     Matmul,
     /// Where a position sits in a layer's cache (`ops/slots.wgsl`).
     Slots,
+    /// Which positions a row sees (`ops/seen.wgsl`).
+    Seen,
     /// The group size, joining key groups and the gate (`ops/attention.wgsl`).
     Attention,
     /// The nGPT residual of a row (`ops/ngpt.wgsl`).
@@ -39,6 +41,7 @@ impl Lib {
             Lib::Dtype => include_str!("ops/dtype.wgsl"),
             Lib::Matmul => include_str!("ops/matmul.wgsl"),
             Lib::Slots => include_str!("ops/slots.wgsl"),
+            Lib::Seen => include_str!("ops/seen.wgsl"),
             Lib::Attention => include_str!("ops/attention.wgsl"),
             Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
         }
@@ -71,7 +74,8 @@ pub const MODULES: &[Module] = &[
     module("swiglu", include_str!("ops/swiglu.wgsl"), &[]),
     module("copy", include_str!("ops/copy.wgsl"), &[]),
     module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
-    module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Attention]),
+    module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
+    module("attend_rows", include_str!("ops/attend_rows.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
     module("combine", include_str!("ops/combine.wgsl"), &[Lib::Attention]),
     module("o1", include_str!("ops/o1.wgsl"), &[Lib::Attention]),
 ];
@@ -146,8 +150,11 @@ pub struct Options {
     pub fuse_residual: bool,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,
-    /// Invocations that share a key's scores in attend.wgsl (8: tiles of 32 keys).
+    /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
+    /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
+    /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
+    pub attend_rows: bool,
 }
 
 impl Options {
@@ -161,7 +168,8 @@ impl Options {
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
-    /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl).
+    /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
+    /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -180,7 +188,8 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             attend_per: crate::ops::attend::MIN_PER,
-            attend_lanes: 8,
+            attend_lanes: 4,
+            attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -317,6 +326,7 @@ pub struct Kernels {
     pub copy4: KernelId,
     pub prep: KernelId,
     pub attend: KernelId,
+    pub attend_rows: KernelId,
     pub combine: KernelId,
     pub push: KernelId,
     pub combine_sealed: KernelId,
@@ -422,6 +432,7 @@ impl Kernels {
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
             attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
+            attend_rows: b.add("attend_rows", "attend_rows", &[]),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),
             combine_sealed: b.add("o1", "combine_sealed", &[]),

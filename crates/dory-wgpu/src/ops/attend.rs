@@ -1,6 +1,7 @@
-//! Attention over the cache (`attend.wgsl`), split over chunks of keys when one row's
-//! keys would leave the GPU idle, then joined (`combine.wgsl`). A single row prepares its
-//! query, key and value in the same dispatch (prep.wgsl's work, for several rows).
+//! Attention over the cache (`attend.wgsl`, or `attend_rows.wgsl` for a prompt's rows in
+//! blocks), split over chunks of keys when the rows' keys would leave the GPU idle, then
+//! joined (`combine.wgsl`). A single row prepares its query, key and value in the same
+//! dispatch (prep.wgsl's work, for several rows).
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use dory::cache::{Keys, Rows};
 
 use super::prep::PrepBufs;
 use super::row_batches;
+use crate::kernels::Options;
 use crate::record::{Bind, Recorder, Store};
 
 /// Where positions sit in a cache and which ones a row sees, as attend.wgsl reads them.
@@ -56,6 +58,23 @@ const ROTATE: u32 = 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
+struct RowsParams {
+    rows: u32,
+    pos0: u32,
+    kv_heads: u32,
+    d: u32,
+    sinks: u32,
+    cap: u32,
+    window: u32,
+    per: u32,
+    chunks: u32,
+    direct: u32,
+    block0: u32,
+    scale: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 struct CombineParams {
     kv_heads: u32,
     d: u32,
@@ -72,7 +91,8 @@ pub struct Split {
 
 /// Workgroups that keep a large GPU busy; fewer chunks when rows already give them.
 const TARGET_GROUPS: usize = 512;
-/// The fewest keys to a chunk by default (`Options::attend_per`): one of the kernel's tiles.
+/// The fewest keys to a chunk by default (`Options::attend_per`), measured with tiles of 32
+/// and of 64 keys (bench/logs/h200-2026-12-02b, h200-2026-12-02d/call-1).
 pub const MIN_PER: usize = 32;
 
 /// The chunks of a step whose rows see at most `most` positions, `min_per` or more to each.
@@ -87,6 +107,28 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize) -> Split
     let chunks = want.min(most.div_ceil(min_per)).min(most.isqrt()).max(1);
     let per = most.div_ceil(chunks);
     Split { per, chunks: most.div_ceil(per) }
+}
+
+/// Rows of a block of `attend_rows.wgsl`.
+pub const BLOCK: usize = 8;
+/// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
+/// memory at 128 dims (wider heads go row by row).
+const BLOCK_MAX_D: usize = 128;
+
+/// Whether a step's rows take `attend_rows.wgsl`: several rows not prepared by attend.
+pub fn in_blocks(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
+    o.attend_rows && !fused && rows > 1 && d <= BLOCK_MAX_D
+}
+
+/// The split of a step of `rows` rows whose last sees `most` positions, in blocks where
+/// `in_blocks` says so: a block walks the union of its rows' positions, at most BLOCK − 1
+/// more than its last row sees.
+pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
+    if in_blocks(o, d, rows, fused) {
+        split(most + BLOCK - 1, rows.div_ceil(BLOCK), kv_heads, o.attend_per)
+    } else {
+        split(most, rows, kv_heads, o.attend_per)
+    }
 }
 
 /// Floats of `part` a split needs.
@@ -122,11 +164,70 @@ pub struct Attend {
 }
 
 pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
-    let (slots, at, split) = (a.slots, a.at, a.split);
+    let (at, split) = (a.at, a.split);
     debug_assert!(a.prep.is_none() || at.rows == 1, "attend prepares single rows only");
     let kernels = &rec.dev().kernels;
-    let (attend, combine) = (kernels.attend, kernels.combine);
+    let combine = kernels.combine;
     let direct = a.join && split.chunks == 1;
+    let pb = b.prep;
+    if in_blocks(&kernels.options, c.head_dim, at.rows, a.prep.is_some()) {
+        record_blocks(rec, c, b, &a, direct);
+    } else {
+        record_rows(rec, c, b, &a, direct);
+    }
+    if direct || !a.join {
+        return;
+    }
+    let binds = [
+        (0, Bind::Buf(b.part.clone())),
+        (1, Bind::Buf(pb.qkvg.clone())),
+        (2, Bind::Buf(b.gate_scale.clone())),
+        (3, Bind::Buf(b.z.clone())),
+    ];
+    row_batches(at.rows, |row0, n| {
+        let p = CombineParams { kv_heads: c.kv_heads as u32, d: c.head_dim as u32, chunks: split.chunks as u32, row0 };
+        rec.dispatch(combine, &binds, &p, [c.kv_heads as u32, n, 1]);
+    });
+}
+
+/// attend_rows.wgsl over the step's blocks of rows.
+fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
+    let (slots, at, split) = (a.slots, a.at, a.split);
+    let pb = b.prep;
+    let binds = [
+        (0, Bind::Buf(pb.q.clone())),
+        (1, Bind::Buf(pb.k.clone())),
+        (2, Bind::Buf(pb.v.clone())),
+        (3, Bind::Buf(pb.qkvg.clone())),
+        (4, Bind::Buf(b.gate_scale.clone())),
+        (5, Bind::Buf(b.z.clone())),
+        (6, Bind::Buf(b.part.clone())),
+    ];
+    let kernel = rec.dev().kernels.attend_rows;
+    let kv = c.kv_heads as u32;
+    row_batches(at.rows.div_ceil(BLOCK), |block0, n| {
+        let p = RowsParams {
+            rows: at.rows as u32,
+            pos0: at.pos0 as u32,
+            kv_heads: kv,
+            d: c.head_dim as u32,
+            sinks: slots.sinks,
+            cap: slots.cap,
+            window: slots.window,
+            per: split.per as u32,
+            chunks: split.chunks as u32,
+            direct: u32::from(direct),
+            block0,
+            scale: c.attn_scale,
+        };
+        rec.dispatch(kernel, &binds, &p, [split.chunks as u32, kv, n]);
+    });
+}
+
+/// attend.wgsl, one row to a workgroup (prepared first when `a.prep` is given).
+fn record_rows(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
+    let (slots, at, split) = (a.slots, a.at, a.split);
+    let attend = rec.dev().kernels.attend;
     let pb = b.prep;
     let binds = [
         (0, Bind::Buf(pb.q.clone())),
@@ -163,19 +264,6 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
             eps: c.eps,
         };
         rec.dispatch(attend, &binds, &p, [split.chunks as u32, kv as u32, n]);
-    });
-    if direct || !a.join {
-        return;
-    }
-    let binds = [
-        (0, Bind::Buf(b.part.clone())),
-        (1, Bind::Buf(pb.qkvg.clone())),
-        (2, Bind::Buf(b.gate_scale.clone())),
-        (3, Bind::Buf(b.z.clone())),
-    ];
-    row_batches(at.rows, |row0, n| {
-        let p = CombineParams { kv_heads: kv as u32, d: c.head_dim as u32, chunks: split.chunks as u32, row0 };
-        rec.dispatch(combine, &binds, &p, [kv as u32, n, 1]);
     });
 }
 

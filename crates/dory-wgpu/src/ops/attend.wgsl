@@ -1,6 +1,6 @@
 // Attention (spec §4, §6's near set) of one row's four query heads of one KV head over one
-// chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of 32
-// keys, the value sum. One workgroup per (chunk, KV head, row); in it, eight invocations
+// chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of TILE
+// keys, the value sum. One workgroup per (chunk, KV head, row); in it, LANES invocations
 // share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
@@ -12,8 +12,7 @@
 // the cache and reads them from workgroup memory, never from the cache, so no workgroup
 // reads what another writes; chunk 0 writes the queries to q (and the query store).
 //
-// The positions a row at p sees: the sinks [0, min(sinks, p + 1)), then [lo, p] with
-// lo = max(sinks, p + 1 − window) (window 0: no bound). Position j sits in slot j below
+// The positions a row sees are seen.wgsl's. Position j sits in slot j below
 // `sinks`, else in sinks + (j mod cap) (cap 0: slot j). A sliding ring is sinks 0,
 // cap = its slots; an exact full layer sinks 0, cap 0; a sealed one sinks ns, cap w.
 
@@ -67,7 +66,7 @@ const WG: u32 = 256u;
 // Keys scored at once: LANES invocations share a key's dot product, so that a short span
 // still keeps the workgroup busy and no invocation walks a whole head alone (a pipeline
 // constant, for measuring tiles of 64 or 16 keys).
-override LANES: u32 = 8u;
+override LANES: u32 = 4u;
 override TILE: u32 = WG / LANES;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
@@ -79,22 +78,6 @@ var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
 var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
 // A slot that no cache has: the row's own key and value, from workgroup memory.
 const OWN: u32 = 0xffffffffu;
-
-struct Seen {
-    sinks: u32, // sinks the row sees
-    lo: u32,    // first position after them
-    n: u32,     // positions seen in all
-}
-
-fn seen(pos: u32) -> Seen {
-    let ns = min(p.sinks, pos + 1u);
-    var lo = p.sinks;
-    if (p.window != 0u && pos + 1u > p.window) {
-        lo = max(lo, pos + 1u - p.window);
-    }
-    lo = min(lo, pos + 1u);
-    return Seen(ns, lo, ns + pos + 1u - lo);
-}
 
 // N(rope(y)) of the head at qkvg[src …] (d values), times q_scale[sc …] when `scaled`,
 // by a run of 64 invocations: `lane` holds the pairs (i, i + d/2) for i = lane and lane + 64.
@@ -240,10 +223,7 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     var slot = 0u;
     var dots = vec4<f32>(0.0);
     if (valid) {
-        var j = i;
-        if (i >= sn.sinks) {
-            j = sn.lo + i - sn.sinks;
-        }
+        let j = walk_at(sn, i);
         slot = slot_of(j);
         if (has(FUSED) && j == pos) {
             slot = OWN;

@@ -1,0 +1,184 @@
+// Attention (spec §4, §6's near set) of a block of a prompt's rows: eight rows' four query
+// heads of one KV head over one chunk of the positions the block sees. Each tile of 32
+// keys is read from the cache once, into workgroup memory, and scored against all 32
+// queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads).
+// One workgroup per (chunk, KV head, block of 8 rows); run b of 32 invocations holds row
+// b: invocation j scores key j of each tile for the row's four heads, then sums the tile's
+// values into dims 4j … 4j + 3. The softmax is online, as in attend.wgsl; its sums come
+// from the weights each invocation reads for the value sums, so a tile needs one reduction
+// (the maximum). The result is attend.wgsl's: with `direct` (one chunk) normalised and
+// gated into z, else each row's maximum, sum and value sums in `part` for combine.wgsl.
+//
+// The block walks the union of its rows' positions (seen.wgsl): the last row's sinks, then
+// from the first row's lo (or the sinks' end) to the last row's position; each row masks
+// the positions it does not see. Prep has written every row's key and value before.
+
+struct P {
+    rows: u32,
+    pos0: u32,
+    kv_heads: u32,
+    d: u32,       // ≤ 128
+    sinks: u32,
+    cap: u32,
+    window: u32,
+    per: u32,     // positions of the block's walk per chunk
+    chunks: u32,
+    direct: u32,
+    block0: u32,  // first block of this dispatch (grids hold at most 65535 blocks)
+    scale: f32,   // λ
+}
+var<immediate> p: P;
+
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
+@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
+@group(0) @binding(5) var<storage, read_write> z: array<f32>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+const WG: u32 = 256u;
+// Rows of a block: one run of KT invocations each.
+const BR: u32 = 8u;
+// Keys of a tile: one per invocation of a run.
+const KT: u32 = 32u;
+// The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
+const NONE: f32 = -1.0e30;
+
+// The tile's keys, dims-major ([d/4][KT]) so that a run's 32 invocations read 32
+// neighbouring vec4s; key j of dims e sits at j ^ (e mod 8), so that the copy in, which
+// writes one key's dims from a run, does not land in one bank either.
+var<workgroup> k_sh: array<vec4<f32>, 1024>;
+var<workgroup> w_sh: array<vec4<f32>, 256>;  // the tile's weights [BR rows][KT keys], 4 heads each
+var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
+
+fn key_at(e: u32, j: u32) -> vec4<f32> {
+    return k_sh[e * KT + (j ^ (e % 8u))];
+}
+
+// Dims 4e … 4e + 3 of key k against the same dims of the row's four queries (q at qb).
+fn q_dots(k: vec4<f32>, qb: u32, e: u32) -> vec4<f32> {
+    let d4 = p.d / 4u;
+    return vec4<f32>(dot(k, q[qb + e]), dot(k, q[qb + d4 + e]), dot(k, q[qb + 2u * d4 + e]), dot(k, q[qb + 3u * d4 + e]));
+}
+
+// Key j of the tile against the row's four queries: four pieces loaded before any is used.
+fn key_dots(j: u32, qb: u32) -> vec4<f32> {
+    let d4 = p.d / 4u;
+    var dots = vec4<f32>(0.0);
+    var e = 0u;
+    for (; e + 4u <= d4; e = e + 4u) {
+        let k0 = key_at(e, j);
+        let k1 = key_at(e + 1u, j);
+        let k2 = key_at(e + 2u, j);
+        let k3 = key_at(e + 3u, j);
+        dots += q_dots(k0, qb, e) + q_dots(k1, qb, e + 1u) + q_dots(k2, qb, e + 2u) + q_dots(k3, qb, e + 3u);
+    }
+    for (; e < d4; e = e + 1u) {
+        dots += q_dots(key_at(e, j), qb, e);
+    }
+    return dots;
+}
+
+// The tile's first `count` keys of the walk from t0 into k_sh and s_sh (the rest zero).
+fn load_tile(lid: u32, c: u32, walk: Seen, t0: u32, count: u32) {
+    let d4 = p.d / 4u;
+    if (lid < KT) {
+        s_sh[lid] = select(0u, slot_of(walk_at(walk, t0 + lid)), lid < count);
+    }
+    for (var i = lid; i < KT * d4; i = i + WG) {
+        let j = i / d4;
+        let e = i % d4;
+        var k = vec4<f32>(0.0);
+        if (j < count) {
+            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + e];
+        }
+        k_sh[e * KT + (j ^ (e % 8u))] = k;
+    }
+}
+
+// A row's online softmax: maximum and sum of its four heads' scores, and this
+// invocation's value sums (dims 4j … 4j + 3, a vec4 of heads each).
+struct Run {
+    m: vec4<f32>,
+    l: vec4<f32>,
+    a0: vec4<f32>,
+    a1: vec4<f32>,
+    a2: vec4<f32>,
+    a3: vec4<f32>,
+}
+
+// The tile's weights of row b into the value sums of dims 4j … 4j + 3 (j < d/4).
+fn add_values(b: u32, j: u32, c: u32, count: u32, run: Run) -> Run {
+    var r = run;
+    let d4 = p.d / 4u;
+    if (j >= d4) {
+        return r;
+    }
+    for (var t = 0u; t < count; t = t + 1u) {
+        let w = w_sh[b * KT + t];
+        let v = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
+        r.l += w;
+        r.a0 += w * v.x;
+        r.a1 += w * v.y;
+        r.a2 += w * v.z;
+        r.a3 += w * v.w;
+    }
+    return r;
+}
+
+@compute @workgroup_size(256)
+fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let ch = wid.x;
+    let c = wid.y;
+    let b = lid / KT;
+    let j = lid % KT;
+    let r0 = (wid.z + p.block0) * BR;
+    let last = min(r0 + BR, p.rows) - 1u;
+    // Rows past the prompt's end score the last row's again and write nothing.
+    let r = min(r0 + b, last);
+    let pos = p.pos0 + r;
+    let first = seen(p.pos0 + r0);
+    let tail = seen(p.pos0 + last);
+    let lo = max(first.lo, tail.sinks);
+    let walk = Seen(tail.sinks, lo, tail.sinks + p.pos0 + last + 1u - lo);
+    let sn = seen(pos);
+    let start = min(ch * p.per, walk.n);
+    let end = min(start + p.per, walk.n);
+    let qb = (r * GROUP * p.kv_heads + GROUP * c) * p.d / 4u;
+    let zero = vec4<f32>(0.0);
+    var run = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
+    for (var t0 = start; t0 < end; t0 = t0 + KT) {
+        let count = min(KT, end - t0);
+        load_tile(lid, c, walk, t0, count);
+        workgroupBarrier();
+        let i = walk_at(walk, t0 + j);
+        let valid = j < count && (i < sn.sinks || (i >= sn.lo && i <= pos));
+        let s = select(vec4<f32>(NONE), key_dots(j, qb) * p.scale, valid);
+        let top = max(run.m, seg_max4(s, lid, KT));
+        let fix = exp(run.m - top);
+        w_sh[b * KT + j] = select(zero, exp(s - top), valid);
+        workgroupBarrier();
+        run = Run(top, run.l * fix, run.a0 * fix, run.a1 * fix, run.a2 * fix, run.a3 * fix);
+        run = add_values(b, j, c, count, run);
+        workgroupBarrier();
+    }
+    if (r0 + b > last || j >= p.d / 4u) {
+        return;
+    }
+    let acc = array<vec4<f32>, 4>(run.a0, run.a1, run.a2, run.a3);
+    if (p.direct != 0u) {
+        for (var k = 0u; k < 4u; k = k + 1u) {
+            gate_into_z(r, c, p.kv_heads, p.d, 4u * j + k, acc[k] / run.l);
+        }
+        return;
+    }
+    let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
+    if (j == 0u) {
+        part[base] = run.m;
+        part[base + 1u] = run.l;
+    }
+    for (var k = 0u; k < 4u; k = k + 1u) {
+        part[base + 2u + 4u * j + k] = acc[k];
+    }
+}
