@@ -110,7 +110,7 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize) -> Split
 }
 
 /// Rows of a block of `attend_rows.wgsl`.
-pub const BLOCK: usize = 8;
+pub const BLOCK: usize = 16;
 /// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
 /// memory at 128 dims (wider heads go row by row).
 const BLOCK_MAX_D: usize = 128;

@@ -1,13 +1,15 @@
-// Attention (spec §4, §6's near set) of a block of a prompt's rows: eight rows' four query
+// Attention (spec §4, §6's near set) of a block of a prompt's rows: sixteen rows' four query
 // heads of one KV head over one chunk of the positions the block sees. Each tile of 32
-// keys is read from the cache once, into workgroup memory, and scored against all 32
+// keys is read from the cache once, into workgroup memory, and scored against all 64
 // queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads).
-// One workgroup per (chunk, KV head, block of 8 rows); run b of 32 invocations holds row
-// b: invocation j scores key j of each tile for the row's four heads, then sums the tile's
-// values into dims 4j … 4j + 3. The softmax is online, as in attend.wgsl; its sums come
-// from the weights each invocation reads for the value sums, so a tile needs one reduction
-// (the maximum). The result is attend.wgsl's: with `direct` (one chunk) normalised and
-// gated into z, else each row's maximum, sum and value sums in `part` for combine.wgsl.
+// One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
+// holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
+// (each piece of the key read once for eight queries), then sums the tile's values into
+// dims 4j … 4j + 3 of both (each value read once for both). The softmax is online, as in
+// attend.wgsl; its sums come from the weights each invocation reads for the value sums,
+// so a tile needs one reduction per row (the maximum). The result is attend.wgsl's: with
+// `direct` (one chunk) normalised and gated into z, else each row's maximum, sum and value
+// sums in `part` for combine.wgsl.
 //
 // The block walks the union of its rows' positions (seen.wgsl): the last row's sinks, then
 // from the first row's lo (or the sinks' end) to the last row's position; each row masks
@@ -38,8 +40,9 @@ var<immediate> p: P;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
 const WG: u32 = 256u;
-// Rows of a block: one run of KT invocations each.
-const BR: u32 = 8u;
+// Runs of KT invocations; each holds two rows of the block.
+const RUNS: u32 = 8u;
+const BR: u32 = 2u * RUNS;
 // Keys of a tile: one per invocation of a run.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
@@ -49,35 +52,38 @@ const NONE: f32 = -1.0e30;
 // neighbouring vec4s; key j of dims e sits at j ^ (e mod 8), so that the copy in, which
 // writes one key's dims from a run, does not land in one bank either.
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
-var<workgroup> w_sh: array<vec4<f32>, 256>;  // the tile's weights [BR rows][KT keys], 4 heads each
+var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
 var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
 
 fn key_at(e: u32, j: u32) -> vec4<f32> {
     return k_sh[e * KT + (j ^ (e % 8u))];
 }
 
-// Dims 4e … 4e + 3 of key k against the same dims of the row's four queries (q at qb).
+// Dims 4e … 4e + 3 of key k against the same dims of a row's four queries (q at qb).
 fn q_dots(k: vec4<f32>, qb: u32, e: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
     return vec4<f32>(dot(k, q[qb + e]), dot(k, q[qb + d4 + e]), dot(k, q[qb + 2u * d4 + e]), dot(k, q[qb + 3u * d4 + e]));
 }
 
-// Key j of the tile against the row's four queries: four pieces loaded before any is used.
-fn key_dots(j: u32, qb: u32) -> vec4<f32> {
+// Key j of the tile against the four queries of the rows at qa and qb: two pieces of the
+// key loaded before either is used.
+fn key_dots(j: u32, qa: u32, qb: u32) -> array<vec4<f32>, 2> {
     let d4 = p.d / 4u;
-    var dots = vec4<f32>(0.0);
+    var da = vec4<f32>(0.0);
+    var db = vec4<f32>(0.0);
     var e = 0u;
-    for (; e + 4u <= d4; e = e + 4u) {
+    for (; e + 2u <= d4; e = e + 2u) {
         let k0 = key_at(e, j);
         let k1 = key_at(e + 1u, j);
-        let k2 = key_at(e + 2u, j);
-        let k3 = key_at(e + 3u, j);
-        dots += q_dots(k0, qb, e) + q_dots(k1, qb, e + 1u) + q_dots(k2, qb, e + 2u) + q_dots(k3, qb, e + 3u);
+        da += q_dots(k0, qa, e) + q_dots(k1, qa, e + 1u);
+        db += q_dots(k0, qb, e) + q_dots(k1, qb, e + 1u);
     }
-    for (; e < d4; e = e + 1u) {
-        dots += q_dots(key_at(e, j), qb, e);
+    if (e < d4) {
+        let k = key_at(e, j);
+        da += q_dots(k, qa, e);
+        db += q_dots(k, qb, e);
     }
-    return dots;
+    return array<vec4<f32>, 2>(da, db);
 }
 
 // The tile's first `count` keys of the walk from t0 into k_sh and s_sh (the rest zero).
@@ -108,64 +114,28 @@ struct Run {
     a3: vec4<f32>,
 }
 
-// The tile's weights of row b into the value sums of dims 4j … 4j + 3 (j < d/4).
-fn add_values(b: u32, j: u32, c: u32, count: u32, run: Run) -> Run {
-    var r = run;
-    let d4 = p.d / 4u;
-    if (j >= d4) {
-        return r;
-    }
-    for (var t = 0u; t < count; t = t + 1u) {
-        let w = w_sh[b * KT + t];
-        let v = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
-        r.l += w;
-        r.a0 += w * v.x;
-        r.a1 += w * v.y;
-        r.a2 += w * v.z;
-        r.a3 += w * v.w;
-    }
-    return r;
+// A row's run rescaled to a new maximum (its weights for the tile written to w_sh[row]).
+fn rescale(run: Run, top: vec4<f32>) -> Run {
+    let f = exp(run.m - top);
+    return Run(top, run.l * f, run.a0 * f, run.a1 * f, run.a2 * f, run.a3 * f);
 }
 
-@compute @workgroup_size(256)
-fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let ch = wid.x;
-    let c = wid.y;
-    let b = lid / KT;
-    let j = lid % KT;
-    let r0 = (wid.z + p.block0) * BR;
-    let last = min(r0 + BR, p.rows) - 1u;
-    // Rows past the prompt's end score the last row's again and write nothing.
-    let r = min(r0 + b, last);
-    let pos = p.pos0 + r;
-    let first = seen(p.pos0 + r0);
-    let tail = seen(p.pos0 + last);
-    let lo = max(first.lo, tail.sinks);
-    let walk = Seen(tail.sinks, lo, tail.sinks + p.pos0 + last + 1u - lo);
-    let sn = seen(pos);
-    let start = min(ch * p.per, walk.n);
-    let end = min(start + p.per, walk.n);
-    let qb = (r * GROUP * p.kv_heads + GROUP * c) * p.d / 4u;
-    let zero = vec4<f32>(0.0);
-    var run = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
-    for (var t0 = start; t0 < end; t0 = t0 + KT) {
-        let count = min(KT, end - t0);
-        load_tile(lid, c, walk, t0, count);
-        workgroupBarrier();
-        let i = walk_at(walk, t0 + j);
-        let valid = j < count && (i < sn.sinks || (i >= sn.lo && i <= pos));
-        let s = select(vec4<f32>(NONE), key_dots(j, qb) * p.scale, valid);
-        let top = max(run.m, seg_max4(s, lid, KT));
-        let fix = exp(run.m - top);
-        w_sh[b * KT + j] = select(zero, exp(s - top), valid);
-        workgroupBarrier();
-        run = Run(top, run.l * fix, run.a0 * fix, run.a1 * fix, run.a2 * fix, run.a3 * fix);
-        run = add_values(b, j, c, count, run);
-        workgroupBarrier();
-    }
-    if (r0 + b > last || j >= p.d / 4u) {
-        return;
-    }
+// One key's weight w and value v into a row's run.
+fn add(run: Run, w: vec4<f32>, v: vec4<f32>) -> Run {
+    return Run(run.m, run.l + w, run.a0 + w * v.x, run.a1 + w * v.y, run.a2 + w * v.z, run.a3 + w * v.w);
+}
+
+// The row's scores of key j (`visible`: whether the row sees it) folded into its maximum; the
+// weights written for the value sums. Every invocation must call it (it reduces).
+fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -> Run {
+    let s = select(vec4<f32>(NONE), dots * p.scale, visible);
+    let top = max(run.m, seg_max4(s, lid, KT));
+    w_sh[row * KT + j] = select(vec4<f32>(0.0), exp(s - top), visible);
+    return rescale(run, top);
+}
+
+// A row's result: normalised and gated into z, or its partials for the combine.
+fn finish(r: u32, c: u32, ch: u32, j: u32, run: Run) {
     let acc = array<vec4<f32>, 4>(run.a0, run.a1, run.a2, run.a3);
     if (p.direct != 0u) {
         for (var k = 0u; k < 4u; k = k + 1u) {
@@ -180,5 +150,64 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     for (var k = 0u; k < 4u; k = k + 1u) {
         part[base + 2u + 4u * j + k] = acc[k];
+    }
+}
+
+fn sees(sn: Seen, pos: u32, i: u32) -> bool {
+    return i < sn.sinks || (i >= sn.lo && i <= pos);
+}
+
+@compute @workgroup_size(256)
+fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let ch = wid.x;
+    let c = wid.y;
+    let b = lid / KT;
+    let j = lid % KT;
+    let r0 = (wid.z + p.block0) * BR;
+    let last = min(r0 + BR, p.rows) - 1u;
+    // Rows past the prompt's end score the last row's again and write nothing.
+    let ra = min(r0 + b, last);
+    let rb = min(r0 + b + RUNS, last);
+    let first = seen(p.pos0 + r0);
+    let tail = seen(p.pos0 + last);
+    let lo = max(first.lo, tail.sinks);
+    let walk = Seen(tail.sinks, lo, tail.sinks + p.pos0 + last + 1u - lo);
+    let sa = seen(p.pos0 + ra);
+    let sb = seen(p.pos0 + rb);
+    let start = min(ch * p.per, walk.n);
+    let end = min(start + p.per, walk.n);
+    let qw = GROUP * p.kv_heads * p.d / 4u;
+    let qa = ra * qw + GROUP * c * p.d / 4u;
+    let qb = rb * qw + GROUP * c * p.d / 4u;
+    let zero = vec4<f32>(0.0);
+    var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
+    var run_b = run_a;
+    let d4 = p.d / 4u;
+    for (var t0 = start; t0 < end; t0 = t0 + KT) {
+        let count = min(KT, end - t0);
+        load_tile(lid, c, walk, t0, count);
+        workgroupBarrier();
+        let i = walk_at(walk, t0 + j);
+        let dots = key_dots(j, qa, qb);
+        run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
+        run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
+        workgroupBarrier();
+        if (j < d4) {
+            for (var t = 0u; t < count; t = t + 1u) {
+                let v = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
+                run_a = add(run_a, w_sh[b * KT + t], v);
+                run_b = add(run_b, w_sh[(b + RUNS) * KT + t], v);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (j >= d4) {
+        return;
+    }
+    if (r0 + b <= last) {
+        finish(ra, c, ch, j, run_a);
+    }
+    if (r0 + b + RUNS <= last) {
+        finish(rb, c, ch, j, run_b);
     }
 }
