@@ -155,8 +155,6 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// The workgroups attend_rows.wgsl's chunks aim at.
-    pub attend_block_groups: usize,
 }
 
 impl Options {
@@ -171,8 +169,7 @@ impl Options {
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention aims at).
+    /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -193,7 +190,6 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            attend_block_groups: crate::ops::attend::TARGET_GROUPS,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -211,9 +207,6 @@ impl Options {
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
-        }
-        if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
-            o.attend_block_groups = (groups as usize).max(1);
         }
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;
