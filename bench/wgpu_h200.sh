@@ -18,7 +18,8 @@
 #   bench/wgpu_h200.sh run kernels the GPU tests and every kernel shape (dory-wgpu-kernels),
 #                              then what quick runs
 #   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
-#                              (for `run ab`: the two binaries in the same call)
+#                              (gzipped here, unpacked there; for `run ab`, or `run sweep`
+#                              with bin:.wgpu-carry/dory-REV: the two binaries in one call)
 #   bench/wgpu_h200.sh run ab  the GPU tests (also with the plain GEMM), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
 #                              (AB_SWITCHES; by default the residual's fusion and the
@@ -56,7 +57,10 @@ if [ "${1:-}" = build ]; then
         # Cargo judges the shared artifacts by time: the other tree's sources made newer.
         (cd $old && find crates -name '*.rs' -o -name '*.wgsl' | xargs touch \
             && DORY_COMMIT=$2 CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
+        # Stripped and compressed: the two binaries and the tree must fit one carry (64 MiB).
         cp "$target/release/dory" $carry/dory-$2
+        strip $carry/dory-$2
+        gzip -f $carry/dory-$2
         # And this tree's sources made newer than what was just built from the other.
         find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
@@ -71,7 +75,7 @@ for l in sys.stdin:
         print(m["executable"])')
     cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
     cp "$test_bin" $carry/gpu-tests
-    strip $carry/*
+    strip $carry/dory $carry/dory-wgpu-kernels $carry/gpu-tests
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
     # libGLdispatch (libglvnd0); with the loader alone it does not load and wgpu sees no
     # adapter (seen on the H200).
@@ -93,6 +97,8 @@ ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
+# Another commit's binary comes compressed (build REV).
+for f in $carry/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
 # The Vulkan loader (the device README's recipe), and the path the test binary was
 # built at, where it looks for the fixtures and the shipped model.
 for f in .gl/*.deb; do dpkg -x "$f" /; done
