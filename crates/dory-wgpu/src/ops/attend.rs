@@ -31,9 +31,11 @@ impl Slots {
     }
 }
 
+/// What attend.wgsl and attend_rows.wgsl take first: the step's rows, the cache's slots
+/// and the split.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
+struct Walk {
     rows: u32,
     pos0: u32,
     kv_heads: u32,
@@ -43,6 +45,28 @@ struct Params {
     window: u32,
     per: u32,
     chunks: u32,
+}
+
+impl Walk {
+    fn new(c: &dory::Config, a: &Attend) -> Walk {
+        Walk {
+            rows: a.at.rows as u32,
+            pos0: a.at.pos0 as u32,
+            kv_heads: c.kv_heads as u32,
+            d: c.head_dim as u32,
+            sinks: a.slots.sinks,
+            cap: a.slots.cap,
+            window: a.slots.window,
+            per: a.split.per as u32,
+            chunks: a.split.chunks as u32,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    walk: Walk,
     flags: u32,
     row0: u32,
     scale: f32,
@@ -59,15 +83,7 @@ const ROTATE: u32 = 4;
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct RowsParams {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,
-    chunks: u32,
+    walk: Walk,
     direct: u32,
     block0: u32,
     scale: f32,
@@ -190,11 +206,10 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     });
 }
 
-/// attend_rows.wgsl over the step's blocks of rows.
-fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
-    let (slots, at, split) = (a.slots, a.at, a.split);
+/// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
+fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
     let pb = b.prep;
-    let binds = [
+    vec![
         (0, Bind::Buf(pb.q.clone())),
         (1, Bind::Buf(pb.k.clone())),
         (2, Bind::Buf(pb.v.clone())),
@@ -202,60 +217,32 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
         (4, Bind::Buf(b.gate_scale.clone())),
         (5, Bind::Buf(b.z.clone())),
         (6, Bind::Buf(b.part.clone())),
-    ];
+    ]
+}
+
+/// attend_rows.wgsl over the step's blocks of rows.
+fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
+    let binds = walk_binds(b);
     let kernel = rec.dev().kernels.attend_rows;
     let kv = c.kv_heads as u32;
-    row_batches(at.rows.div_ceil(BLOCK), |block0, n| {
-        let p = RowsParams {
-            rows: at.rows as u32,
-            pos0: at.pos0 as u32,
-            kv_heads: kv,
-            d: c.head_dim as u32,
-            sinks: slots.sinks,
-            cap: slots.cap,
-            window: slots.window,
-            per: split.per as u32,
-            chunks: split.chunks as u32,
-            direct: u32::from(direct),
-            block0,
-            scale: c.attn_scale,
-        };
-        rec.dispatch(kernel, &binds, &p, [split.chunks as u32, kv, n]);
+    row_batches(a.at.rows.div_ceil(BLOCK), |block0, n| {
+        let p = RowsParams { walk: Walk::new(c, a), direct: u32::from(direct), block0, scale: c.attn_scale };
+        rec.dispatch(kernel, &binds, &p, [a.split.chunks as u32, kv, n]);
     });
 }
 
 /// attend.wgsl, one row to a workgroup (prepared first when `a.prep` is given).
 fn record_rows(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
-    let (slots, at, split) = (a.slots, a.at, a.split);
     let attend = rec.dev().kernels.attend;
-    let pb = b.prep;
-    let binds = [
-        (0, Bind::Buf(pb.q.clone())),
-        (1, Bind::Buf(pb.k.clone())),
-        (2, Bind::Buf(pb.v.clone())),
-        (3, Bind::Buf(pb.qkvg.clone())),
-        (4, Bind::Buf(b.gate_scale.clone())),
-        (5, Bind::Buf(b.z.clone())),
-        (6, Bind::Buf(b.part.clone())),
-        (7, Bind::Upload),
-        (8, Bind::Buf(pb.q_scale.clone())),
-        (9, Bind::Buf(pb.qs.clone())),
-    ];
+    let mut binds = walk_binds(b);
+    binds.extend([(7, Bind::Upload), (8, Bind::Buf(b.prep.q_scale.clone())), (9, Bind::Buf(b.prep.qs.clone()))]);
     let prep = a.prep.unwrap_or(Prep { rope_at: None, sample: 0 });
     let flags =
         u32::from(direct) * DIRECT + u32::from(a.prep.is_some()) * FUSED + u32::from(prep.rope_at.is_some()) * ROTATE;
     let kv = c.kv_heads;
-    row_batches(at.rows, |row0, n| {
+    row_batches(a.at.rows, |row0, n| {
         let p = Params {
-            rows: at.rows as u32,
-            pos0: at.pos0 as u32,
-            kv_heads: kv as u32,
-            d: c.head_dim as u32,
-            sinks: slots.sinks,
-            cap: slots.cap,
-            window: slots.window,
-            per: split.per as u32,
-            chunks: split.chunks as u32,
+            walk: Walk::new(c, a),
             flags,
             row0,
             scale: c.attn_scale,
@@ -263,7 +250,7 @@ fn record_rows(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend,
             sample: prep.sample as u32,
             eps: c.eps,
         };
-        rec.dispatch(attend, &binds, &p, [split.chunks as u32, kv as u32, n]);
+        rec.dispatch(attend, &binds, &p, [a.split.chunks as u32, kv as u32, n]);
     });
 }
 
