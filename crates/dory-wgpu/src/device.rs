@@ -162,12 +162,7 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        // A fixed subgroup size lets runs within a subgroup reduce without barriers
-        // (DORY_WGPU_SUBGROUP=0: not, for A/B runs).
-        let fixed = info.subgroup_min_size == info.subgroup_max_size
-            && std::env::var("DORY_WGPU_SUBGROUP").as_deref() != Ok("0");
-        let subgroup = if reduce == Reduce::Subgroup && fixed { info.subgroup_min_size } else { 0 };
-        let kernels = Kernels::new(&device, Options { subgroup, ..Options::new(reduce, coop, workgroup_bytes) })?;
+        let kernels = Kernels::new(&device, Options::new(reduce, coop, workgroup_bytes))?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),

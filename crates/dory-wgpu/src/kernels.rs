@@ -155,9 +155,6 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// The device's subgroup size where it is fixed (0: not known), which spares the
-    /// subgroup reductions their barriers on runs within a subgroup.
-    pub subgroup: u32,
 }
 
 impl Options {
@@ -193,7 +190,6 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            subgroup: 0,
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -415,7 +411,7 @@ impl Kernels {
             Coop { split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]), gemm, tall }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
-        let mut k = Kernels {
+        Kernels {
             options,
             gemv,
             gemv_scaled,
@@ -442,13 +438,7 @@ impl Kernels {
             combine_sealed: b.add("o1", "combine_sealed", &[]),
             specs: b.specs,
             list: Vec::new(),
-        };
-        if options.reduce == Reduce::Subgroup && options.subgroup > 0 {
-            for spec in &mut k.specs {
-                spec.constants.push(("SUBGROUP", f64::from(options.subgroup)));
-            }
         }
-        k
     }
 
     /// Builds every pipeline of the plan; an invalid shader or pipeline is an error naming it.

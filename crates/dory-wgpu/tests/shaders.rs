@@ -23,8 +23,8 @@ fn validator(reduce: Reduce, coop: bool) -> Validator {
 }
 
 /// The option sets the backend builds its kernels under: either reduction library, with
-/// and without tensor cores, attention's tiles of 64 and 16 keys, a known subgroup size,
-/// and the kernel shapes the benchmarks compare.
+/// and without tensor cores, attention's tiles of 64 and 16 keys, and the kernel shapes
+/// the benchmarks compare.
 fn option_sets() -> Vec<Options> {
     let mut all = vec![];
     for reduce in [Reduce::Subgroup, Reduce::Shared] {
@@ -33,10 +33,6 @@ fn option_sets() -> Vec<Options> {
         for attend_lanes in [4, 16] {
             all.push(Options { attend_lanes, ..Options::new(reduce, false, 16384) });
         }
-    }
-    // The subgroup reductions told the subgroup's size (NVIDIA's 32, lavapipe's 8).
-    for subgroup in [8, 32] {
-        all.push(Options { subgroup, ..Options::new(Reduce::Subgroup, true, 49152) });
     }
     for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);

@@ -4,14 +4,9 @@
 // min(subgroup, seg) lanes, and when a run spans several subgroups adds one partial per
 // subgroup through workgroup memory. It relies on subgroups being runs of consecutive
 // local indices, which `Caps::probe` checks on the device before this file is chosen.
-// Every invocation of the workgroup must call these (they hold barriers, but for runs
-// within a subgroup of the size SUBGROUP names).
+// Every invocation of the workgroup must call these (they hold barriers).
 
 var<workgroup> red_part: array<vec4<f32>, 64>;
-
-// The device's subgroup size where it is fixed (0: not known; a pipeline constant): a run
-// that fits in one subgroup then needs no workgroup memory, and no barrier.
-override SUBGROUP: u32 = 0u;
 
 fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     let sg = subgroupAdd(1u);
@@ -20,9 +15,6 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     for (var o = w / 2u; o > 0u; o = o / 2u) {
         let u = subgroupShuffleXor(v, o);
         v = select(v + u, max(v, u), is_max);
-    }
-    if (SUBGROUP >= seg) {
-        return v;
     }
     if (sg < seg && lid % sg == 0u) {
         red_part[lid / sg] = v;
