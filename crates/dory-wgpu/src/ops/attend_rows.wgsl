@@ -1,6 +1,7 @@
 // Attention (spec §4, §6's near set) of a block of a prompt's rows: sixteen rows' four query
 // heads of one KV head over one chunk of the positions the block sees. Each tile of 32
-// keys is read from the cache once, into workgroup memory, and scored against all 64
+// keys is read from the cache once (into registers while the tile before it is worked
+// on, then into workgroup memory) and scored against all 64
 // queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads).
 // One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
 // holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
@@ -86,20 +87,44 @@ fn key_dots(j: u32, qa: u32, qb: u32) -> array<vec4<f32>, 2> {
     return array<vec4<f32>, 2>(da, db);
 }
 
-// The tile's first `count` keys of the walk from t0 into k_sh and s_sh (the rest zero).
-fn load_tile(lid: u32, c: u32, walk: Seen, t0: u32, count: u32) {
+// A tile as one invocation copies it: pieces lid, lid + WG, … of its keys (at most 4:
+// d ≤ 128) and, for lid < KT, key lid's slot.
+struct Fetch {
+    k: array<vec4<f32>, 4>,
+    slot: u32,
+}
+
+// The tile's first `count` keys of the walk from t0, read from the cache into registers
+// (the rest zero): a tile ahead of their use, so that the reads overlap the tile before.
+fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32) -> Fetch {
+    let d4 = p.d / 4u;
+    var f: Fetch;
+    f.slot = select(0u, slot_of(walk_at(walk, t0 + lid)), lid < count);
+    for (var n = 0u; n < 4u; n = n + 1u) {
+        let i = lid + n * WG;
+        let j = i / d4;
+        var k = vec4<f32>(0.0);
+        if (i < KT * d4 && j < count) {
+            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + i % d4];
+        }
+        f.k[n] = k;
+    }
+    return f;
+}
+
+// A fetched tile into k_sh and s_sh.
+fn store_tile(lid: u32, f: Fetch) {
     let d4 = p.d / 4u;
     if (lid < KT) {
-        s_sh[lid] = select(0u, slot_of(walk_at(walk, t0 + lid)), lid < count);
+        s_sh[lid] = f.slot;
     }
-    for (var i = lid; i < KT * d4; i = i + WG) {
-        let j = i / d4;
-        let e = i % d4;
-        var k = vec4<f32>(0.0);
-        if (j < count) {
-            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + e];
+    for (var n = 0u; n < 4u; n = n + 1u) {
+        let i = lid + n * WG;
+        if (i < KT * d4) {
+            let j = i / d4;
+            let e = i % d4;
+            k_sh[e * KT + (j ^ (e % 8u))] = f.k[n];
         }
-        k_sh[e * KT + (j ^ (e % 8u))] = k;
     }
 }
 
@@ -132,6 +157,11 @@ fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -
     let top = max(run.m, seg_max4(s, lid, KT));
     w_sh[row * KT + j] = select(vec4<f32>(0.0), exp(s - top), visible);
     return rescale(run, top);
+}
+
+// Four keys' weights (w_sh from `at`) and values into a row's run.
+fn add4(run: Run, at: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> Run {
+    return add(add(add(add(run, w_sh[at], v0), w_sh[at + 1u], v1), w_sh[at + 2u], v2), w_sh[at + 3u], v3);
 }
 
 // A row's result: normalised and gated into z, or its partials for the combine.
@@ -183,17 +213,31 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
     var run_b = run_a;
     let d4 = p.d / 4u;
+    var next = fetch(lid, c, walk, start, min(KT, end - start));
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
-        load_tile(lid, c, walk, t0, count);
+        store_tile(lid, next);
         workgroupBarrier();
+        if (t0 + KT < end) {
+            next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT));
+        }
         let i = walk_at(walk, t0 + j);
         let dots = key_dots(j, qa, qb);
         run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
         run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
         workgroupBarrier();
         if (j < d4) {
-            for (var t = 0u; t < count; t = t + 1u) {
+            // Four keys' values loaded before any is used.
+            var t = 0u;
+            for (; t + 4u <= count; t = t + 4u) {
+                let v0 = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
+                let v1 = vc[(s_sh[t + 1u] * p.kv_heads + c) * d4 + j];
+                let v2 = vc[(s_sh[t + 2u] * p.kv_heads + c) * d4 + j];
+                let v3 = vc[(s_sh[t + 3u] * p.kv_heads + c) * d4 + j];
+                run_a = add4(run_a, b * KT + t, v0, v1, v2, v3);
+                run_b = add4(run_b, (b + RUNS) * KT + t, v0, v1, v2, v3);
+            }
+            for (; t < count; t = t + 1u) {
                 let v = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
                 run_a = add(run_a, w_sh[b * KT + t], v);
                 run_b = add(run_b, w_sh[(b + RUNS) * KT + t], v);
