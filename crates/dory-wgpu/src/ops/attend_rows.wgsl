@@ -1,8 +1,8 @@
 // Attention (spec §4, §6's near set) of a block of a prompt's rows: sixteen rows' four query
 // heads of one KV head over one chunk of the positions the block sees. Each tile of 32
-// keys is read from the cache once (into registers while the tile before it is worked
-// on, then into workgroup memory) and scored against all 64
-// queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads).
+// keys is read from the cache once (into registers while the tile before it is worked on,
+// then into workgroup memory) and scored against all 64 queries (attend.wgsl, one row to
+// a workgroup, scores 4 queries for each key it reads).
 // One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
 // holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
 // (each piece of the key read once for eight queries), then sums the tile's values into
@@ -139,7 +139,7 @@ struct Run {
     a3: vec4<f32>,
 }
 
-// A row's run rescaled to a new maximum (its weights for the tile written to w_sh[row]).
+// A row's run rescaled to a new maximum.
 fn rescale(run: Run, top: vec4<f32>) -> Run {
     let f = exp(run.m - top);
     return Run(top, run.l * f, run.a0 * f, run.a1 * f, run.a2 * f, run.a3 * f);
