@@ -126,9 +126,8 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 
 if [ "${2:-}" = sweep ]; then
     # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
-    # binary), no tests: dory-tiny's decode after pp512, the larger model's at each of
-    # SWEEP_DEPTHS (default 0 and 4k), SWEEP_ARGS added to each; the attention column
-    # names the setting.
+    # binary): dory-tiny's decode after pp512, the larger model's at each of SWEEP_DEPTHS
+    # (default 0 and 4k), SWEEP_ARGS added to each; the attention column names the setting.
     # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE=DEPTH: also the GPU's time by kernel
     # of the larger model's prompt at that depth under each setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
@@ -139,11 +138,13 @@ if [ "${2:-}" = sweep ]; then
     n=0
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
         n=$((n + 1))
+        # The binary and the environment assignment (none for defaults or another binary).
+        bin=$dory
+        case $sw in bin:*) bin=${sw#bin:} ;; esac
+        set_env=$([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw")
         if [ -n "${SWEEP_PROFILE:-}" ] && room 60 "$sw profile"; then
-            bin=$dory
-            case $sw in bin:*) bin=${sw#bin:} ;; esac
             echo "== $sw" > "$out/profile_sweep_$n.txt"
-            env $([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw") DORY_WGPU_PROFILE=1 timeout 60 $bin bench \
+            env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench \
                 --backend wgpu --model $large --depth $SWEEP_PROFILE --reps 1 --prompt 512 --gen 0 --exit none \
                 ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
         fi
@@ -152,9 +153,7 @@ if [ "${2:-}" = sweep ]; then
         for m in "${runs[@]}"; do
             set -- $m
             room 60 "$sw $1 depth $2" || break 2
-            bin=$dory
-            case $sw in bin:*) bin=${sw#bin:} ;; esac
-            env $([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw") timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
+            env $set_env timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
                 --gen $4 --exit none ${SWEEP_ARGS:-} --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done
