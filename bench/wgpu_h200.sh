@@ -40,7 +40,8 @@
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
 #                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first,
-#                              SWEEP_PROFILE=DEPTH the larger prompt's kernels at DEPTH
+#                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
+#                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -128,8 +129,9 @@ if [ "${2:-}" = sweep ]; then
     # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
     # binary): dory-tiny's decode after pp512, the larger model's at each of SWEEP_DEPTHS
     # (default 0 and 4k), SWEEP_ARGS added to each; the attention column names the setting.
-    # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE=DEPTH: also the GPU's time by kernel
-    # of the larger model's prompt at that depth under each setting.
+    # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE="MODEL,WHAT,DEPTH …" (or a bare
+    # DEPTH: the larger model's prompt there): also the GPU's time by kernel under each
+    # setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
     fi
@@ -142,12 +144,19 @@ if [ "${2:-}" = sweep ]; then
         bin=$dory
         case $sw in bin:*) bin=${sw#bin:} ;; esac
         set_env=$([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw")
-        if [ -n "${SWEEP_PROFILE:-}" ] && room 60 "$sw profile"; then
-            echo "== $sw" > "$out/profile_sweep_$n.txt"
-            env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench \
-                --backend wgpu --model $large --depth $SWEEP_PROFILE --reps 1 --prompt 512 --gen 0 --exit none \
-                ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
-        fi
+        # Each profile: MODEL,WHAT,DEPTH (MODEL tiny or large, WHAT prompt or decode); a bare
+        # depth is the larger model's prompt there.
+        for prof in ${SWEEP_PROFILE:-}; do
+            case $prof in *,*) ;; *) prof=large,prompt,$prof ;; esac
+            IFS=, read -r pm pw pd <<< "$prof"
+            room 60 "$sw profile $prof" || break
+            model=$([ "$pm" = tiny ] && echo models/dory-tiny || echo $large)
+            shape=$([ "$pw" = decode ] && echo "--prompt 1 --gen $([ "$pm" = tiny ] && echo 128 || echo 32)" \
+                || echo "--prompt 512 --gen 0")
+            echo "== $sw: $prof" >> "$out/profile_sweep_$n.txt"
+            env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
+                --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
+        done
         runs=("models/dory-tiny 0 3 128")
         for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done
         for m in "${runs[@]}"; do

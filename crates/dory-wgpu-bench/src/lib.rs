@@ -112,7 +112,7 @@ pub fn matrices(dev: &GpuDevice, (n, k): (usize, usize), dtype: DType) -> dory::
     let shape = [n, k];
     let copies = ((256 << 20) / bytes.len().max(1) + 1).min(64);
     (0..copies)
-        .map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }]))
+        .map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }], true))
         .collect()
 }
 

@@ -155,6 +155,9 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
+    /// bf16 projections held as f16 times a power of two where that is exact (model.rs),
+    /// for the tensor cores: by default where the device has them.
+    pub bf16_as_f16: bool,
 }
 
 impl Options {
@@ -169,7 +172,9 @@ impl Options {
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's).
+    /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
+    /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
+    /// whether or not the device has tensor cores).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -190,6 +195,7 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
+            bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
             std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())

@@ -1,14 +1,18 @@
 //! A model's weights on the device, uploaded once and shared (through an `Arc`) by every
-//! session. Matrices keep their stored dtype (the kernels widen f16 and bf16 as they
-//! read); each stored row is padded to a multiple of 8 elements so that 8 weights are
+//! session. Matrices keep their stored values and dtype (the kernels widen f16 and bf16 as
+//! they read; a bf16 projection may be held as f16 times a power of two, the same values,
+//! for the tensor cores: `bf16_as_f16`); each stored row is padded to a multiple of 8 elements so that 8 weights are
 //! one aligned 16-byte load; a matrix larger than the adapter's storage binding limit is
 //! split into parts of whole rows, each its own buffer.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use dory::backend::{self, Mat};
 use dory::weights::{DType, TensorView, Weights};
 use dory::Config;
+use half::f16;
+use rayon::prelude::*;
 
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
@@ -30,12 +34,20 @@ pub struct Matrix {
     pub n: usize,
     pub k: usize,
     pub g8: usize,
+    /// The values held are the stored ones times 2^shift (0 but for a bf16 matrix held as
+    /// f16).
+    pub shift: i32,
     pub parts: Vec<Part>,
 }
 
 impl Matrix {
     pub fn bytes(&self) -> usize {
         self.parts.iter().map(|p| p.store.bytes as usize).sum()
+    }
+
+    /// What a product's sums are multiplied by to undo the shift (exactly: a power of two).
+    pub fn unshift(&self) -> f32 {
+        2f32.powi(-self.shift)
     }
 }
 
@@ -71,13 +83,16 @@ pub struct GpuModel {
 }
 
 /// Rows of [n, k] tensors stacked into one matrix (the fused projections), in the
-/// tensors' common dtype, or f32 when they differ.
-pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dory::Result<Matrix> {
+/// tensors' common dtype, or f32 when they differ. A `projection` (read by matmul.rs's
+/// kernels, which undo the shift) in bf16 is held as f16 where the options ask and its
+/// values allow (`bf16_as_f16`).
+pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projection: bool) -> dory::Result<Matrix> {
     let k = tensors[0].shape[1];
     let n: usize = tensors.iter().map(|t| t.shape[0]).sum();
-    let dtype = if tensors.iter().all(|t| t.dtype == tensors[0].dtype) { tensors[0].dtype } else { DType::F32 };
+    let (dtype, held, shift) = held(tensors, projection && dev.kernels.options.bf16_as_f16);
+    let size = dtype.size();
     let g8 = k.div_ceil(8);
-    let row_bytes = 8 * g8 * dtype.size();
+    let row_bytes = 8 * g8 * size;
     // The tensor-core GEMM reads f16 weights as they are, in tiles of 16 rows that may
     // cross the last: 16 rows of zeros after it keep those reads inside the buffer.
     let coop = dtype == DType::F16 && dev.caps.coop;
@@ -86,17 +101,13 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dor
     if per_part == 0 {
         return Err(gpu_err(format!("one row of {name} ({row_bytes} bytes) is over the adapter's binding limit")));
     }
-    // The stacked rows, each widened only when the dtypes differ, then padded.
-    let widened: Vec<Option<Vec<f32>>> = tensors.iter().map(|t| (t.dtype != dtype).then(|| t.to_f32())).collect();
+    // Row i of the stack, padded.
     let row = |i: usize, out: &mut Vec<u8>| {
         let mut i = i;
-        for (t, wide) in tensors.iter().zip(&widened) {
+        for (t, bytes) in tensors.iter().zip(&held) {
             if i < t.shape[0] {
-                match wide {
-                    Some(v) => v[i * k..][..k].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-                    None => out.extend_from_slice(&t.bytes[i * k * dtype.size()..][..k * dtype.size()]),
-                }
-                out.resize(out.len() + (8 * g8 - k) * dtype.size(), 0);
+                out.extend_from_slice(&bytes[i * k * size..][..k * size]);
+                out.resize(out.len() + (8 * g8 - k) * size, 0);
                 return;
             }
             i -= t.shape[0];
@@ -115,7 +126,57 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView]) -> dor
         parts.push(Part { store: Store::with_data(dev, &bytes, &label)?, row0, rows });
         row0 += rows;
     }
-    Ok(Matrix { dtype, coop, n, k, g8, parts })
+    Ok(Matrix { dtype, coop, n, k, g8, shift, parts })
+}
+
+/// The tensors' values as the device holds them, each tensor's in a row-major run of
+/// bytes, with their dtype and shift: in their common dtype as stored; widened to f32 when
+/// they differ; bf16 as f16 times 2^shift when `as_f16` and `bf16_as_f16` finds the values
+/// exact.
+fn held<'a>(tensors: &[TensorView<'a>], as_f16: bool) -> (DType, Vec<Cow<'a, [u8]>>, i32) {
+    let dtype = tensors[0].dtype;
+    if tensors.iter().any(|t| t.dtype != dtype) {
+        let wide = tensors.iter().map(|t| Cow::Owned(t.to_f32().iter().flat_map(|v| v.to_le_bytes()).collect()));
+        return (DType::F32, wide.collect(), 0);
+    }
+    if dtype == DType::BF16 && as_f16 {
+        if let Some((halves, shift)) = bf16_as_f16(tensors) {
+            return (DType::F16, halves.into_iter().map(Cow::Owned).collect(), shift);
+        }
+    }
+    (dtype, tensors.iter().map(|t| Cow::Borrowed(t.bytes)).collect(), 0)
+}
+
+/// bf16 tensors as f16 values times 2^shift (one shift for all), when that is exact for
+/// every value, so that the tensor cores, which take f16, multiply by the very values
+/// stored. bf16 keeps 8 significant bits to f16's 11 but has 8 exponent bits to its 5: the
+/// shift puts the largest magnitude in [2^14, 2^15), and every value down to 2^-24 after it
+/// (38 binades under the largest, which a trained matrix does not span) is then exact,
+/// subnormals included. None when a value is not, or is not finite.
+pub fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
+    let wide: Vec<Vec<f32>> = tensors.iter().map(|t| t.to_f32()).collect();
+    let max = wide.iter().flatten().try_fold(0f32, |m, &v| v.is_finite().then(|| m.max(v.abs())))?;
+    let shift = if max == 0.0 { 0 } else { 14 - (((max.to_bits() >> 23) & 0xff) as i32 - 127) };
+    // A largest value that is an f32 subnormal (far below any weight) would need a shift
+    // past f32's exponents.
+    if !(-126..=126).contains(&shift) {
+        return None;
+    }
+    let scale = 2f32.powi(shift);
+    let convert = |values: &[f32]| {
+        let mut out = Vec::with_capacity(2 * values.len());
+        for &v in values {
+            let h = f16::from_f32(v * scale);
+            (h.to_f32() == v * scale).then_some(())?;
+            out.extend_from_slice(&h.to_le_bytes());
+        }
+        Some(out)
+    };
+    let halves = wide
+        .iter()
+        .map(|v| v.par_chunks(1 << 16).map(convert).collect::<Option<Vec<_>>>().map(|c| c.concat()))
+        .collect::<Option<Vec<_>>>()?;
+    Some((halves, shift))
 }
 
 fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc<Store>> {
@@ -133,7 +194,7 @@ impl GpuModel {
                 let t = |n: &str| w.get(&format!("layers.{i}.{n}"));
                 let m = |name: &str, parts: &[&str]| {
                     let views: Vec<TensorView> = parts.iter().map(|n| t(n)).collect();
-                    upload_matrix(d, &format!("layers.{i}.{name}"), &views)
+                    upload_matrix(d, &format!("layers.{i}.{name}"), &views, true)
                 };
                 let v = |n: &str| upload_vector(d, &format!("layers.{i}.{n}"), t(n));
                 Ok(LayerWeights {
@@ -153,8 +214,9 @@ impl GpuModel {
                 })
             })
             .collect::<dory::Result<Vec<_>>>()?;
-        let embed = upload_matrix(d, "embed", &[w.get("embed")])?;
-        let head = upload_matrix(d, "head", &[w.get("head")])?;
+        // The embedding is read by embed.wgsl, which takes no shift.
+        let embed = upload_matrix(d, "embed", &[w.get("embed")], false)?;
+        let head = upload_matrix(d, "head", &[w.get("head")], true)?;
         let head_scale = upload_vector(d, "head_scale", w.get("head_scale"))?;
         Ok(Arc::new(GpuModel { dev, config: config.clone(), embed, head, head_scale, layers }))
     }
@@ -191,5 +253,52 @@ impl GpuModel {
         let layers: usize =
             self.layers.iter().map(|l| l.qkvg.bytes() + l.out.bytes() + l.gate_up.bytes() + l.down.bytes()).sum();
         passes * layers + self.head.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use half::bf16;
+
+    use super::*;
+
+    fn bf16_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|&v| bf16::from_f32(v).to_le_bytes()).collect()
+    }
+
+    /// The f16 values of `bytes` times 2^-shift.
+    fn unshifted(bytes: &[u8], shift: i32) -> Vec<f32> {
+        bytes.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32() * 2f32.powi(-shift)).collect()
+    }
+
+    #[test]
+    fn bf16_is_held_as_f16_only_where_every_value_is_exact() {
+        // Trained-looking values, a wide spread, signed zeros, and the stack's second
+        // tensor holding the largest value: every one comes back bit for bit.
+        let a: Vec<f32> = dory::testing::rand_vec(4096, 3).iter().map(|v| v * 0.05).collect();
+        let b = [0.75, -3.0e-9, 0.0, -0.0, 1.5e-7, -0.001];
+        let (ab, bb) = (bf16_bytes(&a), bf16_bytes(&b));
+        let views = [
+            TensorView { dtype: DType::BF16, shape: &[64, 64], bytes: &ab },
+            TensorView { dtype: DType::BF16, shape: &[1, 6], bytes: &bb },
+        ];
+        let (halves, shift) = bf16_as_f16(&views).expect("exact");
+        assert_eq!(shift, 15, "0.75 is in [2^-1, 2^0): shifted into [2^14, 2^15)");
+        for (view, h) in views.iter().zip(&halves) {
+            let back = unshifted(h, shift);
+            assert!(view.to_f32().iter().zip(&back).all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+        // 39 binades under the largest value: its low bits fall off f16's subnormals.
+        let far = bf16_bytes(&[1.0, 1.0078125 * 2f32.powi(-32)]);
+        assert!(bf16_as_f16(&[TensorView { dtype: DType::BF16, shape: &[1, 2], bytes: &far }]).is_none());
+        // A power of two that far down is still exact (one significant bit).
+        let two = bf16_bytes(&[1.0, 2f32.powi(-38)]);
+        assert!(bf16_as_f16(&[TensorView { dtype: DType::BF16, shape: &[1, 2], bytes: &two }]).is_some());
+        for bad in [f32::NAN, f32::INFINITY] {
+            let v = bf16_bytes(&[1.0, bad]);
+            assert!(bf16_as_f16(&[TensorView { dtype: DType::BF16, shape: &[1, 2], bytes: &v }]).is_none());
+        }
+        let zeros = bf16_bytes(&[0.0; 8]);
+        assert_eq!(bf16_as_f16(&[TensorView { dtype: DType::BF16, shape: &[1, 8], bytes: &zeros }]).unwrap().1, 0);
     }
 }

@@ -71,7 +71,7 @@ fn store(lid: u32, wid: vec3<u32>, acc: array<vec4<f32>, 4>, colscale: vec4<f32>
         for (var c = 0u; c < 4u; c = c + 1u) {
             let j = wid.x * BN + 4u * tn + c;
             if (r < p.rows && j < p.rows_w) {
-                out[(p.yr0 + r) * p.n + p.row0 + j] = acc[i][c] * colscale[c];
+                out[(p.yr0 + r) * p.n + p.row0 + j] = acc[i][c] * colscale[c] * p.unshift;
             }
         }
     }

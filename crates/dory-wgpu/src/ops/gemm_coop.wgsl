@@ -43,6 +43,7 @@ struct P {
     yr0: u32,    // first row of out
     rows: u32,   // rows of x and out
     lo: u32,     // where x's lo part starts in xa (halves)
+    unshift: f32, // the sums times this (matmul.wgsl)
 }
 var<immediate> p: P;
 
@@ -96,7 +97,7 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
         let r = r0 + e / 16u;
         let j = j0 + e % 16u;
         if (r < p.rows && j < p.rows_w) {
-            var v = c_sh[at + e] * xinv[r];
+            var v = c_sh[at + e] * (xinv[r] * p.unshift);
             if (scaled) {
                 v = v * scale[p.row0 + j];
             }

@@ -129,7 +129,7 @@ fn gemv_row(lid: u32, j: u32) -> Row {
             }
         }
     }
-    return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u));
+    return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
 }
 
 // The workgroup's 8 rows of W against the rows of x, written out (times the column's scale

@@ -24,6 +24,7 @@ struct P {
     rows_w: u32, // rows of this part of W
     xr0: u32,    // the row of x (and of o, h_next) in its buffer
     eps: f32,
+    unshift: f32, // the sums times this (matmul.wgsl)
 }
 var<immediate> p: P;
 
@@ -123,7 +124,7 @@ fn gemv1_rows(lid: u32, wid: vec3<u32>) -> Rows {
             acc[t] += dot8(load8(base[t] + g), xg);
         }
     }
-    return Rows(j0, seg_sum4(acc, lid, LANES) * factor);
+    return Rows(j0, seg_sum4(acc, lid, LANES) * (factor * p.unshift));
 }
 
 @compute @workgroup_size(256)

@@ -28,6 +28,7 @@ struct Params {
     yr0: u32,
     rows: u32,
     eps: f32,
+    unshift: f32,
 }
 
 /// gemv1.wgsl's parameters.
@@ -40,6 +41,7 @@ struct RowParams {
     rows_w: u32,
     xr0: u32,
     eps: f32,
+    unshift: f32,
 }
 
 /// Rows up to which the matrix-vector kernels run (reading W once per four rows beats a
@@ -181,6 +183,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             yr0: r as u32,
             rows: n as u32,
             eps,
+            unshift: w.unshift(),
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -224,6 +227,7 @@ struct CoopParams {
     yr0: u32,
     rows: u32,
     lo: u32,
+    unshift: f32,
 }
 
 /// x's rows cut into f16 parts (split.wgsl), then the product on the tensor cores, one
@@ -273,6 +277,7 @@ fn tensor_cores(
             yr0: 0,
             rows: rows as u32,
             lo,
+            unshift: w.unshift(),
         };
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, 64 * wn as usize), groups_for(rows, tile_rows), 1]);
     }
@@ -313,6 +318,7 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
             rows_w: part.rows as u32,
             xr0: xr0 as u32,
             eps,
+            unshift: w.unshift(),
         };
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, per_group), 1, 1]);
     }
@@ -367,6 +373,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         yr0: 0,
         rows: 1,
         eps,
+        unshift: gate_up.unshift(),
     };
     rec.dispatch(kernel, &binds, &p, [groups_for(f, 4), 1, 1]);
 }

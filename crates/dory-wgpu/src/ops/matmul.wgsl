@@ -14,6 +14,7 @@ struct P {
     yr0: u32,    // first row of out
     rows: u32,   // rows of x and out
     eps: f32,    // the residual's (gemv.wgsl's RES)
+    unshift: f32, // the sums times this: 2^-shift of a bf16 W held as f16 (model.rs), else 1
 }
 var<immediate> p: P;
 

@@ -30,12 +30,12 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
             // The kernels the defaults leave out: the single-row projection, with the
-            // residual fused into it.
+            // residual fused into it; and bf16 projections held the other way.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
-            let options = Options { gemv1, fuse_residual: true, ..o };
+            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");

@@ -3,7 +3,9 @@
 use dory::backend::{Backend, Mat, Mix, Part};
 use dory::testing::rand_vec;
 use dory::weights::DType;
-use dory_wgpu::GpuDevice;
+use dory::Model;
+use dory_wgpu::kernels::Options;
+use dory_wgpu::{GpuDevice, GpuModel, Wgpu};
 
 use crate::common::{backends, check, config, devices, random_model, Io};
 
@@ -68,6 +70,76 @@ fn projections_and_logits_match_the_cpu() {
                     let what = format!("{} logits {dtype:?} D {hidden} rows {rows}", dev.describe());
                     check(&what, &gpu.get(&lg, rows * v), &cpu.get(&lc, rows * v), bound);
                 }
+            }
+        }
+    }
+}
+
+/// Every projection's output, run on `gpu` for `rows` rows from fresh inputs: each matrix
+/// alone, the down projection with SwiGLU, the residual before a projection, the MLP, the
+/// head.
+fn projections(gpu: &mut Wgpu, model: &Model, rows: usize) -> Vec<Vec<f32>> {
+    let c = &model.config;
+    let (d, f) = (c.hidden, c.ffn);
+    let mut outs = Vec::new();
+    let mut run = |gpu: &mut Wgpu, n: usize, op: &mut dyn FnMut(&mut Wgpu, &mut dory_wgpu::GpuBuf)| {
+        let mut out = gpu.poisoned(n);
+        op(gpu, &mut out);
+        outs.push(gpu.get(&out, n));
+    };
+    let mats = [
+        (Mat::Qkvg(0), d, c.qkvg_width()),
+        (Mat::Out(0), c.q_width(), d),
+        (Mat::GateUp(0), d, 2 * f),
+        (Mat::Down(0), f, d),
+    ];
+    for (mat, k, n) in mats {
+        let x = gpu.put(&rand_vec(rows * k, k as u64));
+        run(gpu, rows * n, &mut |g, out| g.project(out, mat, &x, rows));
+    }
+    let gu = gpu.put(&rand_vec(rows * 2 * f, 1));
+    let mut m = gpu.poisoned(rows * f);
+    run(gpu, rows * d, &mut |g, out| g.swiglu_down(0, out, &gu, &mut m, rows));
+    let (h, o) = (rand_vec(rows * d, 2), rand_vec(rows * d, 3));
+    for (part, mat, n) in [(Part::Attn, Mat::GateUp(0), 2 * f), (Part::Mlp, Mat::Qkvg(0), c.qkvg_width())] {
+        let (mut hg, og) = (gpu.put(&h), gpu.put(&o));
+        run(gpu, rows * n, &mut |g, out| g.residual_project((0, part), &mut hg, &og, mat, out, rows));
+    }
+    let hg = gpu.put(&h);
+    run(gpu, rows * c.vocab_size, &mut |g, out| g.logits(out, &hg, 0, rows));
+    let (mut hg, mut og) = (gpu.put(&h), gpu.put(&o));
+    let (mut gu, mut m) = (gpu.poisoned(rows * 2 * f), gpu.poisoned(rows * f));
+    gpu.mlp(0, &mut hg, &mut og, &mut gu, &mut m, rows);
+    outs.extend([gpu.get(&hg, rows * d), gpu.get(&m, rows * f)]);
+    outs
+}
+
+/// A bf16 model held as f16 times a power of two (model.rs's `bf16_as_f16`, the tensor
+/// cores' way in) projects exactly as held as stored, bit for bit, wherever both run the
+/// same kernels: everything but the tensor-core GEMM, which takes f16 only and is held to
+/// the CPU by the tests above (the device's defaults convert where it has tensor cores).
+#[test]
+fn bf16_held_as_f16_projects_bit_for_bit() {
+    for dev in devices() {
+        let o = dev.kernels.options;
+        let flipped = dev.with_options(Options { bf16_as_f16: !o.bf16_as_f16, ..o }).expect("the same device");
+        let c = config(1032, 2, 48, 1800, &["sliding"], 1, 4);
+        let (_dir, model) = random_model(&c, 9, DType::BF16);
+        let rows: &[usize] = if dev.caps.coop { &[1, 4, 8] } else { &[1, 4, 9, 70] };
+        let run = |d: GpuDevice| {
+            let gm = GpuModel::new(std::sync::Arc::new(d), &model.config, &model.weights).expect("upload");
+            let want = if gm.dev.kernels.options.bf16_as_f16 { DType::F16 } else { DType::BF16 };
+            assert!([Mat::Qkvg(0), Mat::Out(0), Mat::GateUp(0), Mat::Down(0)]
+                .iter()
+                .all(|&m| gm.matrix(m).dtype == want));
+            let mut gpu = Wgpu::new(&gm).expect("backend");
+            rows.iter().map(|&r| projections(&mut gpu, &model, r)).collect::<Vec<_>>()
+        };
+        let (a, b) = (run(flipped), run(dev.with_options(o).expect("the same device")));
+        for (r, (a, b)) in rows.iter().zip(a.iter().zip(&b)) {
+            for (i, (a, b)) in a.iter().zip(b).enumerate() {
+                let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{}: output {i} of {r} rows differs between bf16 and f16 held", dev.describe());
             }
         }
     }
