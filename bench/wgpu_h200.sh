@@ -41,7 +41,8 @@
 #                              SWEEP's settings ("defaults" among them for none,
 #                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first,
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
-#                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt)
+#                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
+#                              SWEEP_KERNELS=1 the larger model's projections timed alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -157,6 +158,12 @@ if [ "${2:-}" = sweep ]; then
             env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
                 --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
         done
+        # SWEEP_KERNELS=1: the larger model's projections timed alone (default shapes).
+        if [ "${SWEEP_KERNELS:-0}" = 1 ] && room 60 "$sw kernels"; then
+            echo "== $sw" >> "$out/kernels_sweep.txt"
+            env $set_env timeout 60 $carry/dory-wgpu-kernels --model $large --dtypes f16 --quick 2>&1 \
+                >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME >> "$out/kernels_sweep.txt"
+        fi
         runs=("models/dory-tiny 0 3 128")
         for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done
         for m in "${runs[@]}"; do

@@ -17,6 +17,10 @@ override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
 
+// Pieces of a row each invocation has in flight (1 to MAX_UNROLL).
+override UNROLL: u32 = 4u;
+const MAX_UNROLL: u32 = 8u;
+
 const LANES: u32 = 32u;
 
 // RES = 1 only (bound to x, x and a stand-in elsewhere): the sub-layer output, the
@@ -101,31 +105,27 @@ struct Row {
 }
 
 // Row j of W (this run of 32 invocations') against the rows of x; every invocation of the
-// workgroup must call it (it reduces).
+// workgroup must call it (it reduces). Each invocation loads UNROLL pieces of the row
+// before it uses any, so that one round trip to memory brings them all; pieces past the
+// row's end are loaded as its last and weighed 0 (a tail of single loads would cost a
+// round trip each).
 fn gemv_row(lid: u32, j: u32) -> Row {
     let lane = lid % LANES;
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
         let base = j * p.g8;
-        var g = lane;
-        loop {
-            if (g + 3u * LANES >= p.g8) {
-                break;
+        for (var g0 = lane; g0 < p.g8; g0 = g0 + UNROLL * LANES) {
+            var w: array<W8, MAX_UNROLL>;
+            for (var u = 0u; u < UNROLL; u = u + 1u) {
+                w[u] = load8(base + min(g0 + u * LANES, p.g8 - 1u));
             }
-            let w0 = load8(base + g);
-            let w1 = load8(base + g + LANES);
-            let w2 = load8(base + g + 2u * LANES);
-            let w3 = load8(base + g + 3u * LANES);
-            for (var r = 0u; r < XROWS; r = r + 1u) {
-                acc[r] += dot8(w0, x8(r, g)) + dot8(w1, x8(r, g + LANES)) + dot8(w2, x8(r, g + 2u * LANES))
-                    + dot8(w3, x8(r, g + 3u * LANES));
-            }
-            g = g + 4u * LANES;
-        }
-        for (; g < p.g8; g = g + LANES) {
-            let w0 = load8(base + g);
-            for (var r = 0u; r < XROWS; r = r + 1u) {
-                acc[r] += dot8(w0, x8(r, g));
+            for (var u = 0u; u < UNROLL; u = u + 1u) {
+                let g = g0 + u * LANES;
+                if (g < p.g8) {
+                    for (var r = 0u; r < XROWS; r = r + 1u) {
+                        acc[r] += dot8(w[u], x8(r, g));
+                    }
+                }
             }
         }
     }
