@@ -39,7 +39,7 @@
 #   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first,
+#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall forced),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_KERNELS=1 the larger model's projections timed alone
@@ -135,6 +135,9 @@ if [ "${2:-}" = sweep ]; then
     # setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
+        echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
+        CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+            | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
     fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null

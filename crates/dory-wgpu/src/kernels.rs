@@ -156,8 +156,11 @@ pub struct Options {
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Pieces of a row of W each invocation of the few-row kernel (`gemv.wgsl`) has in
-    /// flight: 1 to 8.
+    /// flight: 4 or 8.
     pub gemv_unroll: u32,
+    /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
+    /// tensor-core GEMM needs them: by default where the device has it.
+    pub tiles: bool,
     /// bf16 projections held as f16 times a power of two where that is exact (model.rs),
     /// for the tensor cores: by default where the device has them.
     pub bf16_as_f16: bool,
@@ -175,10 +178,11 @@ impl Options {
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_GEMV_UNROLL=1…8 (pieces of W in flight per invocation of gemv.wgsl),
+    /// DORY_WGPU_GEMV_UNROLL=4|8 (pieces of W in flight per invocation of gemv.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
-    /// whether or not the device has tensor cores).
+    /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
+    /// rows, which keeps them from the tensor cores, or in tiles without them).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -200,6 +204,7 @@ impl Options {
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             gemv_unroll: 4,
+            tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
         let numbers = |name: &str| -> Option<Vec<u32>> {
@@ -219,7 +224,7 @@ impl Options {
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
         }
-        if let Some(&[unroll @ 1..=8]) = numbers("DORY_WGPU_GEMV_UNROLL").as_deref() {
+        if let Some(&[unroll @ (4 | 8)]) = numbers("DORY_WGPU_GEMV_UNROLL").as_deref() {
             o.gemv_unroll = unroll;
         }
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
@@ -273,16 +278,14 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
 
 /// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
 /// shader tests translate, each a variation of `base`: the few-row projection (gemv) with
-/// 1, 2 and 8 pieces in flight, the single-row
+/// 8 pieces in flight, the single-row
 /// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
 /// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
 /// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let most = Options::xs_most(workgroup_bytes);
     let mut all = vec![base];
-    for unroll in [1, 2, 8] {
-        all.push(Options { gemv_unroll: unroll, ..base });
-    }
+    all.push(Options { gemv_unroll: 8, ..base });
     for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
         all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
     }

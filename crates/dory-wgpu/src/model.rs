@@ -1,9 +1,10 @@
 //! A model's weights on the device, uploaded once and shared (through an `Arc`) by every
 //! session. Matrices keep their stored values and dtype (the kernels widen f16 and bf16 as
 //! they read; a bf16 projection may be held as f16 times a power of two, the same values,
-//! for the tensor cores: `bf16_as_f16`); each stored row is padded to a multiple of 8 elements so that 8 weights are
-//! one aligned 16-byte load; a matrix larger than the adapter's storage binding limit is
-//! split into parts of whole rows, each its own buffer.
+//! for the tensor cores: `bf16_as_f16`); each stored row is padded to a multiple of 8
+//! elements so that 8 weights are one aligned 16-byte load (and where the tensor cores
+//! read a matrix, it is held in tiles: `Matrix::coop`); a matrix larger than the adapter's
+//! storage binding limit is split into parts of whole rows, each its own buffer.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -25,11 +26,18 @@ pub struct Part {
     pub rows: usize,
 }
 
-/// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row.
+/// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row, rows one after
+/// another, or in tiles where `coop`.
 pub struct Matrix {
     pub dtype: DType,
-    /// Whether the tensor-core GEMM may read it (f16 on a device with tensor cores; each
-    /// part then ends in 16 rows of zeros).
+    /// Held in 16 × 16 tiles (an f16 projection, by default where the device has tensor
+    /// cores: `Options::tiles`), so that a tile of W is one run of 512 bytes for the
+    /// tensor-core GEMM (rows of 32 bytes `k` apart would spread it over 16 cache lines):
+    /// band by band of 16 rows, a band's tiles in input order, a tile's 16 rows of 16
+    /// weights one after another; the last band of each part is filled with rows of zeros,
+    /// and rows with zeros to a multiple of 16 weights. The other kernels read either order.
+    pub tiled: bool,
+    /// Whether the tensor-core GEMM may read it (held in tiles, on a device with tensor cores).
     pub coop: bool,
     pub n: usize,
     pub k: usize,
@@ -92,14 +100,16 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
     let (dtype, held, shift) = held(tensors, projection && dev.kernels.options.bf16_as_f16);
     let size = dtype.size();
     let g8 = k.div_ceil(8);
-    let row_bytes = 8 * g8 * size;
-    // The tensor-core GEMM reads f16 weights as they are, in tiles of 16 rows that may
-    // cross the last: 16 rows of zeros after it keep those reads inside the buffer.
-    let coop = dtype == DType::F16 && dev.caps.coop;
-    let pad = if coop { 16 * row_bytes } else { 0 };
-    let per_part = ((dev.caps.max_binding as usize).saturating_sub(pad) / row_bytes).min(8 * 65535);
+    let tiled = dtype == DType::F16 && projection && dev.kernels.options.tiles;
+    let coop = tiled && dev.caps.coop;
+    let width = if tiled { k.next_multiple_of(16) } else { 8 * g8 };
+    let row_bytes = width * size;
+    let band = if tiled { 16 } else { 1 };
+    let per_part = ((dev.caps.max_binding as usize) / (band * row_bytes)).min(8 * 65535 / band) * band;
     if per_part == 0 {
-        return Err(gpu_err(format!("one row of {name} ({row_bytes} bytes) is over the adapter's binding limit")));
+        return Err(gpu_err(format!(
+            "{band} rows of {name} ({row_bytes} bytes each) are over the adapter's binding limit"
+        )));
     }
     // Row i of the stack, padded.
     let row = |i: usize, out: &mut Vec<u8>| {
@@ -107,7 +117,7 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
         for (t, bytes) in tensors.iter().zip(&held) {
             if i < t.shape[0] {
                 out.extend_from_slice(&bytes[i * k * size..][..k * size]);
-                out.resize(out.len() + (8 * g8 - k) * size, 0);
+                out.resize(out.len() + (width - k) * size, 0);
                 return;
             }
             i -= t.shape[0];
@@ -117,16 +127,33 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
     let mut row0 = 0;
     while row0 < n {
         let rows = per_part.min(n - row0);
-        let mut bytes = Vec::with_capacity(rows * row_bytes + pad);
+        let mut bytes = Vec::with_capacity(rows.next_multiple_of(band) * row_bytes);
         for i in row0..row0 + rows {
             row(i, &mut bytes);
         }
-        bytes.resize(bytes.len() + pad, 0);
+        bytes.resize(rows.next_multiple_of(band) * row_bytes, 0);
+        if tiled {
+            bytes = tiles(&bytes, row_bytes);
+        }
         let label = if parts.is_empty() && rows == n { name.to_string() } else { format!("{name} rows {row0}…") };
         parts.push(Part { store: Store::with_data(dev, &bytes, &label)?, row0, rows });
         row0 += rows;
     }
-    Ok(Matrix { dtype, coop, n, k, g8, shift, parts })
+    Ok(Matrix { dtype, tiled, coop, n, k, g8, shift, parts })
+}
+
+/// Rows of `row_bytes` (of f16, a multiple of 16 weights), whole bands of 16, reordered
+/// into 16 × 16 tiles as `Matrix::tiled` says.
+fn tiles(rows: &[u8], row_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rows.len());
+    for band in rows.chunks_exact(16 * row_bytes) {
+        for t in 0..row_bytes / 32 {
+            for r in 0..16 {
+                out.extend_from_slice(&band[r * row_bytes + 32 * t..][..32]);
+            }
+        }
+    }
+    out
 }
 
 /// The tensors' values as the device holds them, each tensor's in a row-major run of

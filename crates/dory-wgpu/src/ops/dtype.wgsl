@@ -37,6 +37,16 @@ fn load1(e: u32) -> f32 {
     return pair16(u)[e % 2u];
 }
 
+// Where weights 8g … 8g + 7 of row j are, in 16-byte words: rows of g8 words one after
+// another, or, `tiled` (model.rs's `Matrix::tiled`), in
+// 16 × 16 tiles of 32 words, band by band of 16 rows, each row of a tile 2 words.
+fn piece(j: u32, g: u32, g8: u32, tiled: bool) -> u32 {
+    if (!tiled) {
+        return j * g8 + g;
+    }
+    return ((j / 16u) * ((g8 + 1u) / 2u) + g / 2u) * 32u + (j % 16u) * 2u + g % 2u;
+}
+
 fn dot8(a: W8, b: W8) -> f32 {
     return dot(a.lo, b.lo) + dot(a.hi, b.hi);
 }

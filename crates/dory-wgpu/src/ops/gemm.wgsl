@@ -31,7 +31,7 @@ fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
         let g = k0 / 8u + half;
         var u = W8(vec4<f32>(0.0), vec4<f32>(0.0));
         if (n0 + n < p.rows_w && g < p.g8) {
-            u = load8((n0 + n) * p.g8 + g);
+            u = load8(piece(n0 + n, g, p.g8, p.tiled != 0u));
         }
         for (var c = 0u; c < 4u; c = c + 1u) {
             wt[(8u * half + c) * (BN / 4u) + n / 4u][n % 4u] = u.lo[c];

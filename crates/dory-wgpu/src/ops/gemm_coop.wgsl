@@ -16,10 +16,9 @@
 // has half the workgroups.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
-// rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a),
-// W's buffer 16 rows of zeros past its last (model.rs), so that a tile's loads stay inside
-// their buffers; what they add lands in rows and columns that are not written, or meets
-// x's zeros.
+// rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
+// W is held in whole tiles of 16 × 16 (model.rs), so that a tile's loads stay inside their
+// buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence named accumulators, stored as the arguments of a function.
@@ -35,8 +34,7 @@ override WN: u32 = 2u;
 override UNROLL: u32 = 1u;
 
 struct P {
-    k16: u32,    // width of a row of x's parts (k rounded up to 16)
-    ldw: u32,    // halves between rows of W (8 g8)
+    k16: u32,    // width of a row of x's parts and of W (k rounded up to 16)
     n: u32,      // width of a row of out
     row0: u32,   // first column of out this part covers
     rows_w: u32, // rows of this part of W
@@ -67,11 +65,11 @@ fn mma2(hi: FragA, lo: FragA, b: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(lo, b, coopMultiplyAdd(hi, b, c));
 }
 
-// Where the 16 rows of W from j on start: a tile wholly past the part's last row reads
-// the first rows instead (what it computes is not written), one that crosses it reads into
-// the zero rows after it.
+// Where the band of 16 rows of W from j on starts (W in tiles: model.rs's `Matrix::tiled`):
+// a band wholly past the part's last row reads the first instead (what it computes is not
+// written); the last band is filled with rows of zeros.
 fn w_at(j: u32) -> u32 {
-    return select(j, 0u, j >= p.rows_w) * p.ldw;
+    return select(j, 0u, j >= p.rows_w) * p.k16;
 }
 
 // An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
@@ -130,9 +128,11 @@ fn load_a(rows: u32, k: u32) -> FragA {
     return coopLoadT<FragA>(&xa[rows + 16u * k], stride);
 }
 
-fn load_b(at: u32) -> FragB {
-    let stride = p.ldw;
-    return coopLoad<FragB>(&w[at], stride);
+// The 16 × 16 tile of W whose band starts at `band` (w_at) and whose inputs start at k:
+// one run of 512 bytes, each row of W (a column of the fragment) 16 halves.
+fn load_b(band: u32, k: u32) -> FragB {
+    let stride = 16u;
+    return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
@@ -163,18 +163,18 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
             let h1 = load_a(a1, k);
             let l0 = load_a(p.lo + a0, k);
             let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w0 + k);
-            let b1 = load_b(w1 + k);
-            let b2 = load_b(w2 + k);
-            let b3 = load_b(w3 + k);
+            let b0 = load_b(w0, k);
+            let b1 = load_b(w1, k);
+            let b2 = load_b(w2, k);
+            let b3 = load_b(w3, k);
             let g0 = load_a(a0, k + 16u);
             let g1 = load_a(a1, k + 16u);
             let m0 = load_a(p.lo + a0, k + 16u);
             let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w0 + k + 16u);
-            let d1 = load_b(w1 + k + 16u);
-            let d2 = load_b(w2 + k + 16u);
-            let d3 = load_b(w3 + k + 16u);
+            let d0 = load_b(w0, k + 16u);
+            let d1 = load_b(w1, k + 16u);
+            let d2 = load_b(w2, k + 16u);
+            let d3 = load_b(w3, k + 16u);
             c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
             c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
             c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
@@ -190,10 +190,10 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         let h1 = load_a(a1, k);
         let l0 = load_a(p.lo + a0, k);
         let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w0 + k);
-        let b1 = load_b(w1 + k);
-        let b2 = load_b(w2 + k);
-        let b3 = load_b(w3 + k);
+        let b0 = load_b(w0, k);
+        let b1 = load_b(w1, k);
+        let b2 = load_b(w2, k);
+        let b3 = load_b(w3, k);
         c00 = mma2(h0, l0, b0, c00);
         c01 = mma2(h0, l0, b1, c01);
         c02 = mma2(h0, l0, b2, c02);
@@ -247,10 +247,10 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         let l1 = load_a(p.lo + a1, k);
         let l2 = load_a(p.lo + a2, k);
         let l3 = load_a(p.lo + a3, k);
-        let b0 = load_b(w0 + k);
-        let b1 = load_b(w1 + k);
-        let b2 = load_b(w2 + k);
-        let b3 = load_b(w3 + k);
+        let b0 = load_b(w0, k);
+        let b1 = load_b(w1, k);
+        let b2 = load_b(w2, k);
+        let b3 = load_b(w3, k);
         c00 = mma2(h0, l0, b0, c00);
         c01 = mma2(h0, l0, b1, c01);
         c02 = mma2(h0, l0, b2, c02);

@@ -17,9 +17,8 @@ override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
 
-// Pieces of a row each invocation has in flight (1 to MAX_UNROLL).
+// Pieces of a row each invocation has in flight: 4 or 8.
 override UNROLL: u32 = 4u;
-const MAX_UNROLL: u32 = 8u;
 
 const LANES: u32 = 32u;
 
@@ -108,28 +107,50 @@ struct Row {
 // workgroup must call it (it reduces). Each invocation loads UNROLL pieces of the row
 // before it uses any, so that one round trip to memory brings them all; pieces past the
 // row's end are loaded as its last and weighed 0 (a tail of single loads would cost a
-// round trip each).
+// round trip each). The pieces are named, not an array: the H200's driver kept an array
+// indexed in a loop in memory, and the kernel ran 3–5× slower.
 fn gemv_row(lid: u32, j: u32) -> Row {
     let lane = lid % LANES;
     var acc = vec4<f32>(0.0);
     if (j < p.rows_w) {
-        let base = j * p.g8;
-        for (var g0 = lane; g0 < p.g8; g0 = g0 + UNROLL * LANES) {
-            var w: array<W8, MAX_UNROLL>;
-            for (var u = 0u; u < UNROLL; u = u + 1u) {
-                w[u] = load8(base + min(g0 + u * LANES, p.g8 - 1u));
+        for (var g = lane; g < p.g8; g = g + UNROLL * LANES) {
+            let w0 = load_piece(j, g);
+            let w1 = load_piece(j, g + LANES);
+            let w2 = load_piece(j, g + 2u * LANES);
+            let w3 = load_piece(j, g + 3u * LANES);
+            if (UNROLL == 8u) {
+                let w4 = load_piece(j, g + 4u * LANES);
+                let w5 = load_piece(j, g + 5u * LANES);
+                let w6 = load_piece(j, g + 6u * LANES);
+                let w7 = load_piece(j, g + 7u * LANES);
+                acc = add_piece(acc, w4, g + 4u * LANES);
+                acc = add_piece(acc, w5, g + 5u * LANES);
+                acc = add_piece(acc, w6, g + 6u * LANES);
+                acc = add_piece(acc, w7, g + 7u * LANES);
             }
-            for (var u = 0u; u < UNROLL; u = u + 1u) {
-                let g = g0 + u * LANES;
-                if (g < p.g8) {
-                    for (var r = 0u; r < XROWS; r = r + 1u) {
-                        acc[r] += dot8(w[u], x8(r, g));
-                    }
-                }
-            }
+            acc = add_piece(acc, w0, g);
+            acc = add_piece(acc, w1, g + LANES);
+            acc = add_piece(acc, w2, g + 2u * LANES);
+            acc = add_piece(acc, w3, g + 3u * LANES);
         }
     }
     return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
+}
+
+// Piece g of row j of W, or its last piece past the end.
+fn load_piece(j: u32, g: u32) -> W8 {
+    return load8(piece(j, min(g, p.g8 - 1u), p.g8, p.tiled != 0u));
+}
+
+// acc + piece g of W (w) against piece g of each row of x, where g is in the row.
+fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
+    var a = acc;
+    if (g < p.g8) {
+        for (var r = 0u; r < XROWS; r = r + 1u) {
+            a[r] += dot8(w, x8(r, g));
+        }
+    }
+    return a;
 }
 
 // The workgroup's 8 rows of W against the rows of x, written out (times the column's scale

@@ -25,6 +25,7 @@ struct P {
     xr0: u32,    // the row of x (and of o, h_next) in its buffer
     eps: f32,
     unshift: f32, // the sums times this (matmul.wgsl)
+    tiled: u32,   // W in tiles (dtype.wgsl's piece)
 }
 var<immediate> p: P;
 
@@ -105,23 +106,24 @@ fn gemv1_rows(lid: u32, wid: vec3<u32>) -> Rows {
     let lane = lid % LANES;
     var acc = vec4<f32>(0.0);
     // Rows past the part are read as its last row and never written.
-    var base: array<u32, 4>;
+    var row: array<u32, 4>;
     for (var t = 0u; t < RW; t = t + 1u) {
-        base[t] = min(j0 + t, p.rows_w - 1u) * p.g8;
+        row[t] = min(j0 + t, p.rows_w - 1u);
     }
+    let tiled = p.tiled != 0u;
     var g = lane;
     for (; g + (UNROLL - 1u) * LANES < p.g8; g = g + UNROLL * LANES) {
         for (var u = 0u; u < UNROLL; u = u + 1u) {
             let xg = xs8(g + u * LANES);
             for (var t = 0u; t < RW; t = t + 1u) {
-                acc[t] += dot8(load8(base[t] + g + u * LANES), xg);
+                acc[t] += dot8(load8(piece(row[t], g + u * LANES, p.g8, tiled)), xg);
             }
         }
     }
     for (; g < p.g8; g = g + LANES) {
         let xg = xs8(g);
         for (var t = 0u; t < RW; t = t + 1u) {
-            acc[t] += dot8(load8(base[t] + g), xg);
+            acc[t] += dot8(load8(piece(row[t], g, p.g8, tiled)), xg);
         }
     }
     return Rows(j0, seg_sum4(acc, lid, LANES) * (factor * p.unshift));

@@ -29,6 +29,7 @@ struct Params {
     rows: u32,
     eps: f32,
     unshift: f32,
+    tiled: u32,
 }
 
 /// gemv1.wgsl's parameters.
@@ -42,6 +43,7 @@ struct RowParams {
     xr0: u32,
     eps: f32,
     unshift: f32,
+    tiled: u32,
 }
 
 /// Rows up to which the matrix-vector kernels run (reading W once per four rows beats a
@@ -184,6 +186,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             rows: n as u32,
             eps,
             unshift: w.unshift(),
+            tiled: w.tiled.into(),
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -220,7 +223,6 @@ struct SplitParams {
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct CoopParams {
     k16: u32,
-    ldw: u32,
     n: u32,
     row0: u32,
     rows_w: u32,
@@ -270,7 +272,6 @@ fn tensor_cores(
         ];
         let p = CoopParams {
             k16: k16 as u32,
-            ldw: 8 * w.g8 as u32,
             n: w.n as u32,
             row0: part.row0 as u32,
             rows_w: part.rows as u32,
@@ -319,6 +320,7 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
             xr0: xr0 as u32,
             eps,
             unshift: w.unshift(),
+            tiled: w.tiled.into(),
         };
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, per_group), 1, 1]);
     }
@@ -374,6 +376,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         rows: 1,
         eps,
         unshift: gate_up.unshift(),
+        tiled: gate_up.tiled.into(),
     };
     rec.dispatch(kernel, &binds, &p, [groups_for(f, 4), 1, 1]);
 }

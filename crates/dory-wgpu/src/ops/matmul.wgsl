@@ -15,6 +15,7 @@ struct P {
     rows: u32,   // rows of x and out
     eps: f32,    // the residual's (gemv.wgsl's RES)
     unshift: f32, // the sums times this: 2^-shift of a bf16 W held as f16 (model.rs), else 1
+    tiled: u32,   // W in tiles (dtype.wgsl's piece)
 }
 var<immediate> p: P;
 

@@ -30,12 +30,13 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
             // The kernels the defaults leave out: the single-row projection, with the
-            // residual fused into it; and bf16 projections held the other way.
+            // residual fused into it; and f16 projections in the other order (rows or
+            // tiles), bf16 ones held the other way.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
-            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, ..o };
+            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, tiles: !o.tiles, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
