@@ -192,7 +192,8 @@ impl GpuDevice {
             _ => "workgroup-memory reductions".to_string(),
         };
         let coop = if self.caps.coop { ", f16 tensor cores" } else { "" };
-        format!("{} ({:?}, {:?}, {reduce}{coop})", self.info.name, self.info.backend, self.info.device_type)
+        let tiles = if self.kernels.options.tiles { ", f16 weights in tiles" } else { "" };
+        format!("{} ({:?}, {:?}, {reduce}{coop}{tiles})", self.info.name, self.info.backend, self.info.device_type)
     }
 }
 

@@ -153,14 +153,87 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
     return a;
 }
 
-// The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
-// when `scaled`); every invocation of the workgroup must call it.
+// A band of 16 rows of W held in tiles (model.rs's `Matrix::tiled`) against the rows of
+// x, by `runs` runs of 32 invocations from run `first` on (all of them must call it; the
+// whole workgroup must, for the barrier): run r walks the band's tiles r, r + runs, …,
+// invocation `lane` of it reading row lane / 2's half lane % 2 of each, so that a run's
+// load is one tile, 512 contiguous bytes (a run on one row would read 32 bytes a tile).
+// UNROLL tiles in flight, as gemv_row. The runs' sums meet in band_sh: row i's (i < 16)
+// are at band_sums(first, runs, i) after the barrier.
+var<workgroup> band_sh: array<vec4<f32>, 256>;
+
+fn gemv_band(lid: u32, band: u32, first: u32, runs: u32) {
+    let lane = lid % LANES;
+    let tiles = (p.g8 + 1u) / 2u;
+    let at = band * tiles * 32u + lane;
+    var acc = vec4<f32>(0.0);
+    for (var t = lid / LANES - first; t < tiles; t = t + UNROLL * runs) {
+        let w0 = load_tile(at, t, tiles);
+        let w1 = load_tile(at, t + runs, tiles);
+        let w2 = load_tile(at, t + 2u * runs, tiles);
+        let w3 = load_tile(at, t + 3u * runs, tiles);
+        if (UNROLL == 8u) {
+            let w4 = load_tile(at, t + 4u * runs, tiles);
+            let w5 = load_tile(at, t + 5u * runs, tiles);
+            let w6 = load_tile(at, t + 6u * runs, tiles);
+            let w7 = load_tile(at, t + 7u * runs, tiles);
+            acc = add_tile(acc, w4, t + 4u * runs, tiles, lane);
+            acc = add_tile(acc, w5, t + 5u * runs, tiles, lane);
+            acc = add_tile(acc, w6, t + 6u * runs, tiles, lane);
+            acc = add_tile(acc, w7, t + 7u * runs, tiles, lane);
+        }
+        acc = add_tile(acc, w0, t, tiles, lane);
+        acc = add_tile(acc, w1, t + runs, tiles, lane);
+        acc = add_tile(acc, w2, t + 2u * runs, tiles, lane);
+        acc = add_tile(acc, w3, t + 3u * runs, tiles, lane);
+    }
+    band_sh[lid] = acc;
+    workgroupBarrier();
+}
+
+// The invocation's piece of tile t of the band (`at`: the band's start plus the lane), or
+// of its last tile past the end.
+fn load_tile(at: u32, t: u32, tiles: u32) -> W8 {
+    return load8(at + 32u * min(t, tiles - 1u));
+}
+
+// acc + the piece w of tile t (row lane / 2, weights 16t + 8 (lane % 2) on) against the
+// same weights of each row of x, where the tile and the piece are in the row.
+fn add_tile(acc: vec4<f32>, w: W8, t: u32, tiles: u32, lane: u32) -> vec4<f32> {
+    let g = 2u * t + lane % 2u;
+    return select(acc, add_piece(acc, w, g), t < tiles);
+}
+
+// Row i's sums of the band of gemv_band(…, first, runs).
+fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
+    var sums = vec4<f32>(0.0);
+    for (var r = first; r < first + runs; r = r + 1u) {
+        sums += band_sh[r * LANES + 2u * i] + band_sh[r * LANES + 2u * i + 1u];
+    }
+    return sums * select(1.0, res.z, RES == 1u) * p.unshift;
+}
+
+// The workgroup's rows of W (8, or a band of 16 in tiles) against the rows of x, written
+// out (times the column's scale when `scaled`); every invocation of the workgroup must call
+// it.
 fn gemv_out(lid: u32, wid: u32, scaled: bool) {
     if (RES == 1u) {
         residual_prologue(lid, wid);
     }
-    let row = gemv_row(lid, wid * 8u + lid / LANES);
-    if (row.j < p.rows_w && lid % LANES == 0u) {
+    var row: Row;
+    if (p.tiled != 0u) {
+        gemv_band(lid, wid, 0u, 8u);
+        if (lid >= 16u) {
+            return;
+        }
+        row = Row(wid * 16u + lid, band_sums(0u, 8u, lid));
+    } else {
+        row = gemv_row(lid, wid * 8u + lid / LANES);
+        if (lid % LANES != 0u) {
+            return;
+        }
+    }
+    if (row.j < p.rows_w) {
         let i = p.row0 + row.j;
         var s = 1.0;
         if (scaled) {
@@ -186,14 +259,26 @@ var<workgroup> glu_sh: array<f32, 8>;
 
 // SwiGLU on the way out of gate|up, for one row: W = [gate; up] (rows_w = 2F, one part),
 // scale = [gate_scale | up_scale]. The workgroup's runs 0–3 take gate rows 4w … 4w + 3 and
-// runs 4–7 the same rows of up, so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed
-// where the two sums meet, and the down projection reads x as it is.
+// runs 4–7 the same rows of up (in tiles: band w of gate and the same band of up, F a
+// multiple of 16), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
+// sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
 fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     if (RES == 1u) {
         residual_prologue(lid, wid.x);
     }
     let f = p.rows_w / 2u;
+    if (p.tiled != 0u) {
+        // Every invocation reaches the barrier: the runs of the gate band and of the up band
+        // each call gemv_band for their own.
+        let up = lid >= 4u * LANES;
+        gemv_band(lid, select(wid.x, wid.x + f / 16u, up), select(0u, 4u, up), 4u);
+        let at = wid.x * 16u + lid;
+        if (lid < 16u && at < f) {
+            glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
+        }
+        return;
+    }
     let t = lid / LANES;
     let i = min(wid.x * 4u + t % 4u, f - 1u);
     let row = gemv_row(lid, select(i, f + i, t >= 4u));
@@ -203,8 +288,14 @@ fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     workgroupBarrier();
     let at = wid.x * 4u + lid;
     if (lid < 4u && at < f) {
-        let g = glu_sh[lid] * scale_at(at);
-        let u = glu_sh[lid + 4u] * scale_at(f + at);
-        out[p.yr0 * p.n + at] = g * (1.0 / (1.0 + exp(-g))) * u;
+        glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
     }
+}
+
+// out[at] from gate row at's sum g and up row at's u.
+fn glu_out(at: u32, g_sum: f32, u_sum: f32) {
+    let f = p.rows_w / 2u;
+    let g = g_sum * scale_at(at);
+    let u = u_sum * scale_at(f + at);
+    out[p.yr0 * p.n + at] = g * (1.0 / (1.0 + exp(-g))) * u;
 }

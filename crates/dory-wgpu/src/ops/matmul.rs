@@ -201,7 +201,8 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
+            let per_group = if w.tiled { 16 } else { 8 };
+            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, per_group), 1, 1]);
             r += n;
         }
     }
@@ -338,10 +339,12 @@ fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind)
 
 /// Whether `glu` takes `rows` rows of `gate_up`, with the residual formed on the way in
 /// when `residual` (where it fuses and gemv1 does not take the row): one row of a matrix
-/// in one part (the workgroups pair gate rows with up rows by index).
+/// in one part (the workgroups pair gate rows with up rows by index; in tiles, bands of 16).
 pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: bool) -> bool {
     let x_ok = !residual || residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows);
-    x_ok && rows == 1 && gate_up.parts.len() == 1
+    // In tiles, a workgroup pairs a band of gate rows with the same band of up.
+    let bands = !gate_up.tiled || (gate_up.n / 2) % 16 == 0;
+    x_ok && bands && rows == 1 && gate_up.parts.len() == 1
 }
 
 /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[0] · gate_upᵀ, formed where
@@ -378,5 +381,5 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
     };
-    rec.dispatch(kernel, &binds, &p, [groups_for(f, 4), 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 16 } else { 4 }), 1, 1]);
 }

@@ -12,7 +12,8 @@ use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
 
 /// The adapter with subgroup reductions (where it has them) and with workgroup-memory
-/// ones, the second with the kernel shapes the defaults do not take. No adapter: a failure
+/// ones, the second with the kernel shapes the defaults do not take, and a third with f16
+/// projections in the order the defaults do not hold them. No adapter: a failure
 /// under CI=true, else an empty list and a note.
 pub fn devices() -> &'static [Arc<GpuDevice>] {
     DEVICES.get_or_init(|| {
@@ -30,14 +31,16 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
             // The kernels the defaults leave out: the single-row projection, with the
-            // residual fused into it; and f16 projections in the other order (rows or
-            // tiles), bf16 ones held the other way.
+            // residual fused into it, and bf16 projections held the other way.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
-            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, tiles: !o.tiles, ..o };
+            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
+            // And f16 projections in the other order (rows, or tiles without tensor cores).
+            let o = first.kernels.options;
+            all.push(Arc::new(first.with_options(Options { tiles: !o.tiles, ..o }).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
         }
