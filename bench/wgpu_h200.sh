@@ -39,7 +39,7 @@
 #   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall forced),
+#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall and gemm_coop forced),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_KERNELS=1 the larger model's projections timed alone
@@ -135,9 +135,12 @@ if [ "${2:-}" = sweep ]; then
     # setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
-        echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
-        CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
-            | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
+        # The tests' products are small enough for gemm_short: the other blocks forced.
+        for block in tall direct; do
+            echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
+            CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+                | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"
+        done
     fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
@@ -181,10 +184,12 @@ if [ "${2:-}" = sweep ]; then
 fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
-# The tests' models are too small for the 64 × 64 tensor-core block to be chosen: forced.
-echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
-CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
-    | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
+# The tests' products are small enough for the 16 × 64 tensor-core block: the others forced.
+for block in tall direct; do
+    echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
+    CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+        | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"
+done
 if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
     echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
     CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \

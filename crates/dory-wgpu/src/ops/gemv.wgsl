@@ -153,80 +153,84 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
     return a;
 }
 
-// A band of 16 rows of W held in tiles (model.rs's `Matrix::tiled`) against the rows of
-// x, by `runs` runs of 32 invocations from run `first` on (all of them must call it; the
-// whole workgroup must, for the barrier): run r walks the band's tiles r, r + runs, …,
-// invocation `lane` of it reading row lane / 2's half lane % 2 of each, so that a run's
-// load is one tile, 512 contiguous bytes (a run on one row would read 32 bytes a tile).
-// UNROLL tiles in flight, as gemv_row. The runs' sums meet in band_sh: row i's (i < 16)
-// are at band_sums(first, runs, i) after the barrier.
+// Eight rows of W held in tiles (model.rs's `Matrix::tiled`), from j0 (a multiple of 8:
+// half a band), against the rows of x, by `runs` runs of 32 invocations from run `first`
+// on (all of them must call it; the whole workgroup must, for the barrier). Half a tile
+// is the eight rows' 256 contiguous bytes: invocation `lane` reads row (lane % 16) / 2's
+// half lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two
+// such runs of bytes (a run on one row would read 32 bytes a tile), and each invocation
+// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row. The
+// sums meet in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the
+// barrier.
 var<workgroup> band_sh: array<vec4<f32>, 256>;
 
-fn gemv_band(lid: u32, band: u32, first: u32, runs: u32) {
+fn gemv_band(lid: u32, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
     let tiles = (p.g8 + 1u) / 2u;
-    let at = band * tiles * 32u + lane;
+    let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
+    let step = 2u * runs;
     var acc = vec4<f32>(0.0);
-    for (var t = lid / LANES - first; t < tiles; t = t + UNROLL * runs) {
+    for (var t = 2u * (lid / LANES - first) + lane / 16u; t < tiles; t = t + UNROLL * step) {
         let w0 = load_tile(at, t, tiles);
-        let w1 = load_tile(at, t + runs, tiles);
-        let w2 = load_tile(at, t + 2u * runs, tiles);
-        let w3 = load_tile(at, t + 3u * runs, tiles);
+        let w1 = load_tile(at, t + step, tiles);
+        let w2 = load_tile(at, t + 2u * step, tiles);
+        let w3 = load_tile(at, t + 3u * step, tiles);
         if (UNROLL == 8u) {
-            let w4 = load_tile(at, t + 4u * runs, tiles);
-            let w5 = load_tile(at, t + 5u * runs, tiles);
-            let w6 = load_tile(at, t + 6u * runs, tiles);
-            let w7 = load_tile(at, t + 7u * runs, tiles);
-            acc = add_tile(acc, w4, t + 4u * runs, tiles, lane);
-            acc = add_tile(acc, w5, t + 5u * runs, tiles, lane);
-            acc = add_tile(acc, w6, t + 6u * runs, tiles, lane);
-            acc = add_tile(acc, w7, t + 7u * runs, tiles, lane);
+            let w4 = load_tile(at, t + 4u * step, tiles);
+            let w5 = load_tile(at, t + 5u * step, tiles);
+            let w6 = load_tile(at, t + 6u * step, tiles);
+            let w7 = load_tile(at, t + 7u * step, tiles);
+            acc = add_tile(acc, w4, t + 4u * step, tiles, lane);
+            acc = add_tile(acc, w5, t + 5u * step, tiles, lane);
+            acc = add_tile(acc, w6, t + 6u * step, tiles, lane);
+            acc = add_tile(acc, w7, t + 7u * step, tiles, lane);
         }
         acc = add_tile(acc, w0, t, tiles, lane);
-        acc = add_tile(acc, w1, t + runs, tiles, lane);
-        acc = add_tile(acc, w2, t + 2u * runs, tiles, lane);
-        acc = add_tile(acc, w3, t + 3u * runs, tiles, lane);
+        acc = add_tile(acc, w1, t + step, tiles, lane);
+        acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
+        acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
     }
     band_sh[lid] = acc;
     workgroupBarrier();
 }
 
-// The invocation's piece of tile t of the band (`at`: the band's start plus the lane), or
-// of its last tile past the end.
+// The invocation's piece of tile t of the rows (`at`: where its piece of tile 0 is), or of
+// the last tile past the end.
 fn load_tile(at: u32, t: u32, tiles: u32) -> W8 {
     return load8(at + 32u * min(t, tiles - 1u));
 }
 
-// acc + the piece w of tile t (row lane / 2, weights 16t + 8 (lane % 2) on) against the
-// same weights of each row of x, where the tile and the piece are in the row.
+// acc + the piece w of tile t (weights 16t + 8 (lane % 2) on) against the same weights of
+// each row of x, where the tile and the piece are in the row.
 fn add_tile(acc: vec4<f32>, w: W8, t: u32, tiles: u32, lane: u32) -> vec4<f32> {
     let g = 2u * t + lane % 2u;
     return select(acc, add_piece(acc, w, g), t < tiles);
 }
 
-// Row i's sums of the band of gemv_band(…, first, runs).
+// Row j0 + i's sums of gemv_band(…, first, runs): the pieces of its four invocations of
+// each run.
 fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
     var sums = vec4<f32>(0.0);
     for (var r = first; r < first + runs; r = r + 1u) {
-        sums += band_sh[r * LANES + 2u * i] + band_sh[r * LANES + 2u * i + 1u];
+        let at = r * LANES + 2u * i;
+        sums += (band_sh[at] + band_sh[at + 1u]) + (band_sh[at + 16u] + band_sh[at + 17u]);
     }
     return sums * select(1.0, res.z, RES == 1u) * p.unshift;
 }
 
-// The workgroup's rows of W (8, or a band of 16 in tiles) against the rows of x, written
-// out (times the column's scale when `scaled`); every invocation of the workgroup must call
-// it.
+// The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
+// when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, scaled: bool) {
     if (RES == 1u) {
         residual_prologue(lid, wid);
     }
     var row: Row;
     if (p.tiled != 0u) {
-        gemv_band(lid, wid, 0u, 8u);
-        if (lid >= 16u) {
+        gemv_band(lid, wid * 8u, 0u, 8u);
+        if (lid >= 8u) {
             return;
         }
-        row = Row(wid * 16u + lid, band_sums(0u, 8u, lid));
+        row = Row(wid * 8u + lid, band_sums(0u, 8u, lid));
     } else {
         row = gemv_row(lid, wid * 8u + lid / LANES);
         if (lid % LANES != 0u) {
@@ -259,8 +263,8 @@ var<workgroup> glu_sh: array<f32, 8>;
 
 // SwiGLU on the way out of gate|up, for one row: W = [gate; up] (rows_w = 2F, one part),
 // scale = [gate_scale | up_scale]. The workgroup's runs 0–3 take gate rows 4w … 4w + 3 and
-// runs 4–7 the same rows of up (in tiles: band w of gate and the same band of up, F a
-// multiple of 16), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
+// runs 4–7 the same rows of up (in tiles: gate rows 8w … 8w + 7 and the same of up, F a
+// multiple of 8), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
 // sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
 fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -272,9 +276,9 @@ fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         // Every invocation reaches the barrier: the runs of the gate band and of the up band
         // each call gemv_band for their own.
         let up = lid >= 4u * LANES;
-        gemv_band(lid, select(wid.x, wid.x + f / 16u, up), select(0u, 4u, up), 4u);
-        let at = wid.x * 16u + lid;
-        if (lid < 16u && at < f) {
+        gemv_band(lid, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
+        let at = wid.x * 8u + lid;
+        if (lid < 8u && at < f) {
             glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
         }
         return;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::kernels::{dtype_index, Coop};
+use crate::kernels::{dtype_index, Block, Coop};
 use crate::model::Matrix;
 use crate::ops::row_batches;
 use crate::record::{groups_for, Bind, Recorder, Store};
@@ -116,10 +116,10 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         Some(_) => {
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
-            if o.coop_kernel.tall(rows, w.parts[0].rows) {
-                format!("gemm_tall ({wm}×{wn} subgroups)")
-            } else {
-                format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll)
+            match o.coop_kernel.block(rows, w.parts[0].rows) {
+                Block::Tall => format!("gemm_tall ({wm}×{wn} subgroups)"),
+                Block::Short => format!("gemm_short ({wm}×{wn} subgroups)"),
+                Block::Direct => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
             }
         }
         None => "gemm".into(),
@@ -201,8 +201,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            let per_group = if w.tiled { 16 } else { 8 };
-            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, per_group), 1, 1]);
+            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
             r += n;
         }
     }
@@ -260,9 +259,13 @@ fn tensor_cores(
         rec.dispatch(coop.split, &binds, &p, [n, 1, 1]);
     });
     for part in &w.parts {
-        let tall = o.coop_kernel.tall(rows, part.rows);
-        let kernel = if tall { coop.tall } else { coop.gemm }[usize::from(scale.is_some())];
-        let tile_rows = if tall { 64 } else { 32 } * wm as usize;
+        let block = o.coop_kernel.block(rows, part.rows);
+        let kernel = match block {
+            Block::Tall => coop.tall,
+            Block::Short => coop.short,
+            Block::Direct => coop.gemm,
+        }[usize::from(scale.is_some())];
+        let tile_rows = block.rows() * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let binds = [
             (0, Bind::Buf(part.store.clone())),
@@ -339,11 +342,12 @@ fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind)
 
 /// Whether `glu` takes `rows` rows of `gate_up`, with the residual formed on the way in
 /// when `residual` (where it fuses and gemv1 does not take the row): one row of a matrix
-/// in one part (the workgroups pair gate rows with up rows by index; in tiles, bands of 16).
+/// in one part (the workgroups pair gate rows with up rows by index; in tiles, 8 rows to a
+/// half band).
 pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: bool) -> bool {
     let x_ok = !residual || residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows);
-    // In tiles, a workgroup pairs a band of gate rows with the same band of up.
-    let bands = !gate_up.tiled || (gate_up.n / 2) % 16 == 0;
+    // In tiles, a workgroup pairs 8 rows of gate with the same of up, each half a band.
+    let bands = !gate_up.tiled || (gate_up.n / 2) % 8 == 0;
     x_ok && bands && rows == 1 && gate_up.parts.len() == 1
 }
 
@@ -381,5 +385,5 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
     };
-    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 16 } else { 4 }), 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
 }
