@@ -129,6 +129,11 @@ fn load_a(rows: u32, k: u32) -> FragA {
     return coopLoadT<FragA>(&xa[rows + 16u * k], stride);
 }
 
+// Where the bands of the four 16-column tiles from j0 on start (w_at).
+fn w_bands(j0: u32) -> vec4<u32> {
+    return vec4<u32>(w_at(j0), w_at(j0 + 16u), w_at(j0 + 32u), w_at(j0 + 48u));
+}
+
 // The 16 × 16 tile of W whose band starts at `band` (w_at) and whose inputs start at k:
 // one run of 512 bytes, each row of W (a column of the fragment) 16 halves.
 fn load_b(band: u32, k: u32) -> FragB {
@@ -153,10 +158,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     var c13 = zero;
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
-    let w0 = w_at(j0);
-    let w1 = w_at(j0 + 16u);
-    let w2 = w_at(j0 + 32u);
-    let w3 = w_at(j0 + 48u);
+    let w = w_bands(j0);
     var k = 0u;
     if (UNROLL == 2u) {
         for (; k + 16u < p.k16; k = k + 32u) {
@@ -164,18 +166,18 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
             let h1 = load_a(a1, k);
             let l0 = load_a(p.lo + a0, k);
             let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w0, k);
-            let b1 = load_b(w1, k);
-            let b2 = load_b(w2, k);
-            let b3 = load_b(w3, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
             let g0 = load_a(a0, k + 16u);
             let g1 = load_a(a1, k + 16u);
             let m0 = load_a(p.lo + a0, k + 16u);
             let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w0, k + 16u);
-            let d1 = load_b(w1, k + 16u);
-            let d2 = load_b(w2, k + 16u);
-            let d3 = load_b(w3, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
             c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
             c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
             c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
@@ -191,10 +193,10 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         let h1 = load_a(a1, k);
         let l0 = load_a(p.lo + a0, k);
         let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w0, k);
-        let b1 = load_b(w1, k);
-        let b2 = load_b(w2, k);
-        let b3 = load_b(w3, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
         c00 = mma2(h0, l0, b0, c00);
         c01 = mma2(h0, l0, b1, c01);
         c02 = mma2(h0, l0, b2, c02);
@@ -221,26 +223,23 @@ fn gemm_short_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     var c2 = zero;
     var c3 = zero;
     let a = r0 * p.k16;
-    let w0 = w_at(j0);
-    let w1 = w_at(j0 + 16u);
-    let w2 = w_at(j0 + 32u);
-    let w3 = w_at(j0 + 48u);
+    let w = w_bands(j0);
     // k16 is a multiple of 16: the second slice of the last step may be past it, and is
     // then read at k and weighed as nothing (its own product is skipped).
     for (var k = 0u; k < p.k16; k = k + 32u) {
         let k2 = select(k, k + 16u, k + 16u < p.k16);
         let h = load_a(a, k);
         let l = load_a(p.lo + a, k);
-        let b0 = load_b(w0, k);
-        let b1 = load_b(w1, k);
-        let b2 = load_b(w2, k);
-        let b3 = load_b(w3, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
         let g = load_a(a, k2);
         let m = load_a(p.lo + a, k2);
-        let d0 = load_b(w0, k2);
-        let d1 = load_b(w1, k2);
-        let d2 = load_b(w2, k2);
-        let d3 = load_b(w3, k2);
+        let d0 = load_b(w.x, k2);
+        let d1 = load_b(w.y, k2);
+        let d2 = load_b(w.z, k2);
+        let d3 = load_b(w.w, k2);
         c0 = mma2(h, l, b0, c0);
         c1 = mma2(h, l, b1, c1);
         c2 = mma2(h, l, b2, c2);
@@ -286,10 +285,7 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a1 = a0 + 16u * p.k16;
     let a2 = a0 + 32u * p.k16;
     let a3 = a0 + 48u * p.k16;
-    let w0 = w_at(j0);
-    let w1 = w_at(j0 + 16u);
-    let w2 = w_at(j0 + 32u);
-    let w3 = w_at(j0 + 48u);
+    let w = w_bands(j0);
     for (var k = 0u; k < p.k16; k = k + 16u) {
         let h0 = load_a(a0, k);
         let h1 = load_a(a1, k);
@@ -299,10 +295,10 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         let l1 = load_a(p.lo + a1, k);
         let l2 = load_a(p.lo + a2, k);
         let l3 = load_a(p.lo + a3, k);
-        let b0 = load_b(w0, k);
-        let b1 = load_b(w1, k);
-        let b2 = load_b(w2, k);
-        let b3 = load_b(w3, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
         c00 = mma2(h0, l0, b0, c00);
         c01 = mma2(h0, l0, b1, c01);
         c02 = mma2(h0, l0, b2, c02);
