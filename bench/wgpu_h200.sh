@@ -39,7 +39,7 @@
 #   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall and gemm_coop forced),
+#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall forced),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_KERNELS=1 the larger model's projections timed alone
@@ -135,8 +135,8 @@ if [ "${2:-}" = sweep ]; then
     # setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
-        # The tests' products are small enough for gemm_short: the other blocks forced.
-        for block in tall direct; do
+        # gemm_tall forced (the default block is gemm_coop's).
+        for block in tall; do
             echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
             CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
                 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"
@@ -184,8 +184,8 @@ if [ "${2:-}" = sweep ]; then
 fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
-# The tests' products are small enough for the 16 × 64 tensor-core block: the others forced.
-for block in tall direct; do
+# gemm_tall forced (the default block is gemm_coop's).
+for block in tall; do
     echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
     CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
         | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"

@@ -192,11 +192,14 @@ impl Options {
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
             coop_unroll: 2,
+            // With W in tiles, the 32 × 64 block everywhere beat the choice by shape on the
+            // H200: the larger config's pp512 18,272 against 15,530 tok/s (gate|up 204 µs
+            // against gemm_tall's 304; q|k|v|gate 171 against 149; call 5 of
+            // bench/logs/h200-2026-12-02e).
             coop_kernel: match std::env::var("DORY_WGPU_COOP_KERNEL").as_deref() {
-                Ok("direct") => CoopKernel::Direct,
                 Ok("tall") => CoopKernel::Tall,
-                Ok("short") => CoopKernel::Short,
-                _ => CoopKernel::ByShape,
+                Ok("shape") => CoopKernel::ByShape,
+                _ => CoopKernel::Direct,
             },
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             fuse_prep: true,
@@ -246,59 +249,28 @@ impl Options {
 }
 
 /// Which tensor-core GEMM a projection takes (`gemm_coop.wgsl`): `gemm_coop`, a 32 × 64 block
-/// of out per subgroup; `gemm_tall`, 64 × 64, which reuses each fragment more but gives
-/// half the blocks; or `gemm_short`, 16 × 64, which gives twice the blocks.
+/// of out per subgroup, or `gemm_tall`, 64 × 64, which reuses each fragment more but gives
+/// half the blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoopKernel {
     Direct,
     Tall,
-    Short,
-    /// `gemm_tall` where it still has `TALL_BLOCKS` blocks, `gemm_short` where
-    /// `gemm_coop` would have fewer than `SHORT_BLOCKS`, else `gemm_coop`.
+    /// `gemm_tall` where it still has `TALL_BLOCKS` blocks, else `gemm_coop`.
     ByShape,
 }
 
-/// The block of out one subgroup of the tensor-core GEMM computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Block {
-    /// 32 × 64 (`gemm_coop`)
-    Direct,
-    /// 64 × 64 (`gemm_tall`)
-    Tall,
-    /// 16 × 64 (`gemm_short`)
-    Short,
-}
-
-impl Block {
-    /// Rows of out in the block.
-    pub fn rows(self) -> usize {
-        match self {
-            Block::Direct => 32,
-            Block::Tall => 64,
-            Block::Short => 16,
-        }
-    }
-}
-
-/// The fewest 64 × 64 blocks that keep `gemm_tall` ahead: at 512 rows on the H200 it wins on
-/// 5120 and 11264 columns (640 and 1408 blocks) and loses on 2048 (256).
+/// The fewest 64 × 64 blocks that kept `gemm_tall` ahead while W was stored in rows: at 512
+/// rows on the H200 it won on 5120 and 11264 columns (640 and 1408 blocks) and lost on 2048
+/// (256). With W in tiles it still wins on 5120 but loses on 11264: no longer the default.
 pub const TALL_BLOCKS: usize = 512;
 
-/// The 32 × 64 blocks below which `gemm_short` takes a product: about two to each of the
-/// H200's 132 SMs (dory-tiny's products at 512 rows: 96 for its 384 columns, 240 for 960;
-/// the larger config's 2048 columns at 256 rows have 256).
-pub const SHORT_BLOCKS: usize = 256;
-
 impl CoopKernel {
-    /// The block a product of `rows` rows and `n` columns takes.
-    pub fn block(self, rows: usize, n: usize) -> Block {
+    /// Whether a product of `rows` rows and `n` columns takes `gemm_tall`.
+    pub fn tall(self, rows: usize, n: usize) -> bool {
         match self {
-            CoopKernel::Direct => Block::Direct,
-            CoopKernel::Tall => Block::Tall,
-            CoopKernel::Short => Block::Short,
-            CoopKernel::ByShape if rows.div_ceil(64) * n.div_ceil(64) >= TALL_BLOCKS => Block::Tall,
-            CoopKernel::ByShape if rows.div_ceil(32) * n.div_ceil(64) < SHORT_BLOCKS => Block::Short,
-            CoopKernel::ByShape => Block::Direct,
+            CoopKernel::Direct => false,
+            CoopKernel::Tall => true,
+            CoopKernel::ByShape => rows.div_ceil(64) * n.div_ceil(64) >= TALL_BLOCKS,
         }
     }
 }
@@ -345,7 +317,6 @@ pub struct Coop {
     pub split: KernelId,
     pub gemm: [KernelId; 2],
     pub tall: [KernelId; 2],
-    pub short: [KernelId; 2],
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -464,9 +435,7 @@ impl Kernels {
             let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("UNROLL", f64::from(options.coop_unroll))];
             let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
             let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            let short = ["gemm_short", "gemm_short_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            let split = b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]);
-            Coop { split, gemm, tall, short }
+            Coop { split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]), gemm, tall }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

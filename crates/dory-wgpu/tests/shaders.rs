@@ -124,25 +124,20 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }
 
-/// The taller tensor-core block where it still has blocks to fill the card, the shorter
-/// where the direct one would not fill it: the H200's winners at 256 and 512 rows
-/// (bench/logs/h200-2026-12-02c/call-3), and dory-tiny's products at 512.
+/// The taller tensor-core block where it still has blocks to fill the card: the H200's
+/// winners at 256 and 512 rows (bench/logs/h200-2026-12-02c/call-3).
 #[test]
-fn the_block_follows_the_shape() {
-    use dory_wgpu::kernels::{Block, CoopKernel};
-    for (rows, n, block) in [
-        (512, 5120, Block::Tall),
-        (512, 11264, Block::Tall),
-        (256, 11264, Block::Tall),
-        (256, 5120, Block::Direct),
-        (512, 2048, Block::Direct),
-        (256, 2048, Block::Direct),
-        (512, 960, Block::Short),
-        (512, 384, Block::Short),
+fn the_taller_block_goes_where_it_has_the_blocks() {
+    use dory_wgpu::kernels::CoopKernel;
+    for (rows, n, tall) in [
+        (512, 5120, true),
+        (512, 11264, true),
+        (256, 11264, true),
+        (256, 5120, false),
+        (512, 2048, false),
+        (256, 2048, false),
     ] {
-        assert_eq!(CoopKernel::ByShape.block(rows, n), block, "{rows} rows × {n}");
+        assert_eq!(CoopKernel::ByShape.tall(rows, n), tall, "{rows} rows × {n}");
     }
-    assert_eq!(CoopKernel::Tall.block(1, 1), Block::Tall);
-    assert_eq!(CoopKernel::Direct.block(4096, 32000), Block::Direct);
-    assert_eq!(CoopKernel::Short.block(4096, 32000), Block::Short);
+    assert!(CoopKernel::Tall.tall(1, 1) && !CoopKernel::Direct.tall(4096, 32000));
 }

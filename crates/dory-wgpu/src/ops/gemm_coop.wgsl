@@ -13,8 +13,7 @@
 // 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
 // inputs before multiplying either), or a (64 WM) × (64 WN) tile in blocks of 64 × 64 as
 // 4 × 4 (`gemm_tall`), which loads 12 fragments for 32 products instead of 8 for 16 but
-// has half the workgroups, or a (16 WM) × (64 WN) tile in blocks of 16 × 64 (`gemm_short`),
-// twice the workgroups.
+// has half the workgroups.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -209,54 +208,6 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
-// A 16 × 64 block per subgroup, as 1 × 4 accumulators (`gemm_short`): twice the blocks of
-// the 32 × 64 one, for products too small to fill the card with those; two slices of 16
-// inputs loaded before either is multiplied.
-fn gemm_short_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    let r0 = wid.y * 16u * WM + 16u * (sg / WN);
-    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    let zero = zero_acc(lid);
-    var c0 = zero;
-    var c1 = zero;
-    var c2 = zero;
-    var c3 = zero;
-    let a = r0 * p.k16;
-    let w = w_bands(j0);
-    // k16 is a multiple of 16: the second slice of the last step may be past it, and is
-    // then read at k and weighed as nothing (its own product is skipped).
-    for (var k = 0u; k < p.k16; k = k + 32u) {
-        let k2 = select(k, k + 16u, k + 16u < p.k16);
-        let h = load_a(a, k);
-        let l = load_a(p.lo + a, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        let g = load_a(a, k2);
-        let m = load_a(p.lo + a, k2);
-        let d0 = load_b(w.x, k2);
-        let d1 = load_b(w.y, k2);
-        let d2 = load_b(w.z, k2);
-        let d3 = load_b(w.w, k2);
-        c0 = mma2(h, l, b0, c0);
-        c1 = mma2(h, l, b1, c1);
-        c2 = mma2(h, l, b2, c2);
-        c3 = mma2(h, l, b3, c3);
-        if (k2 != k) {
-            c0 = mma2(g, m, d0, c0);
-            c1 = mma2(g, m, d1, c1);
-            c2 = mma2(g, m, d2, c2);
-            c3 = mma2(g, m, d3, c3);
-        }
-    }
-    emit(c0, sg, lane, r0, j0, scaled);
-    emit(c1, sg, lane, r0, j0 + 16u, scaled);
-    emit(c2, sg, lane, r0, j0 + 32u, scaled);
-    emit(c3, sg, lane, r0, j0 + 48u, scaled);
-}
-
 // A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
 // for every 32 products, where the 32 × 64 block loads 8 for 16.
 fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
@@ -340,12 +291,3 @@ fn gemm_tall_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgrou
     gemm_tall_tile(lid, wid, true);
 }
 
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_short(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_short_tile(lid, wid, false);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_short_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_short_tile(lid, wid, true);
-}

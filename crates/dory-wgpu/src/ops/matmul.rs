@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::kernels::{dtype_index, Block, Coop};
+use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
 use crate::ops::row_batches;
 use crate::record::{groups_for, Bind, Recorder, Store};
@@ -116,10 +116,10 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         Some(_) => {
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
-            match o.coop_kernel.block(rows, w.parts[0].rows) {
-                Block::Tall => format!("gemm_tall ({wm}×{wn} subgroups)"),
-                Block::Short => format!("gemm_short ({wm}×{wn} subgroups)"),
-                Block::Direct => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
+            if o.coop_kernel.tall(rows, w.parts[0].rows) {
+                format!("gemm_tall ({wm}×{wn} subgroups)")
+            } else {
+                format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll)
             }
         }
         None => "gemm".into(),
@@ -259,13 +259,9 @@ fn tensor_cores(
         rec.dispatch(coop.split, &binds, &p, [n, 1, 1]);
     });
     for part in &w.parts {
-        let block = o.coop_kernel.block(rows, part.rows);
-        let kernel = match block {
-            Block::Tall => coop.tall,
-            Block::Short => coop.short,
-            Block::Direct => coop.gemm,
-        }[usize::from(scale.is_some())];
-        let tile_rows = block.rows() * wm as usize;
+        let tall = o.coop_kernel.tall(rows, part.rows);
+        let kernel = if tall { coop.tall } else { coop.gemm }[usize::from(scale.is_some())];
+        let tile_rows = if tall { 64 } else { 32 } * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let binds = [
             (0, Bind::Buf(part.store.clone())),
