@@ -110,7 +110,7 @@ fn projections(gpu: &mut Wgpu, model: &Model, rows: usize) -> Vec<Vec<f32>> {
     let (mut hg, mut og) = (gpu.put(&h), gpu.put(&o));
     let (mut gu, mut m) = (gpu.poisoned(rows * 2 * f), gpu.poisoned(rows * f));
     gpu.mlp(0, &mut hg, &mut og, &mut gu, &mut m, rows);
-    outs.extend([gpu.get(&hg, rows * d), gpu.get(&m, rows * f)]);
+    outs.extend([gpu.get(&hg, rows * d), gpu.get(&og, rows * d)]);
     outs
 }
 
