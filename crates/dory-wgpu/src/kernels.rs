@@ -315,6 +315,8 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
 #[derive(Clone, Copy, Debug)]
 pub struct Coop {
     pub split: KernelId,
+    /// The split of SwiGLU(gu), the down projection's x formed on the way in.
+    pub split_swiglu: KernelId,
     pub gemm: [KernelId; 2],
     pub tall: [KernelId; 2],
 }
@@ -435,7 +437,10 @@ impl Kernels {
             let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("UNROLL", f64::from(options.coop_unroll))];
             let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
             let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            Coop { split: b.add("split", "split", &[("LO", f64::from(u8::from(options.coop_lo)))]), gemm, tall }
+            let lo = ("LO", f64::from(u8::from(options.coop_lo)));
+            let split = b.add("split", "split", &[lo]);
+            let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
+            Coop { split, split_swiglu, gemm, tall }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

@@ -68,12 +68,13 @@ pub enum Input<'a> {
     },
 }
 
-/// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part: SwiGLU
-/// up to GEMV_ROWS rows, the residual for one row when the options fuse it.
+/// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part (and the
+/// split before the tensor cores): SwiGLU up to GEMV_ROWS rows or on the tensor cores, the
+/// residual for one row when the options fuse it.
 pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
-        Input::Swiglu(_) => rows <= GEMV_ROWS,
+        Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
         Input::Residual { .. } => residual_fuses(rec, w, rows),
     }
 }
@@ -148,12 +149,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         return row(rec, w, x, xr0, out, input);
     }
     if let Some(coop) = coop_kernels(rec, w, rows) {
-        let scale = match input {
-            Input::Plain => None,
-            Input::Scaled(s) => Some(s),
-            Input::Swiglu(_) | Input::Residual { .. } => unreachable!("these fuse with few rows only"),
-        };
-        return tensor_cores(rec, coop, w, (x, xr0), out, rows, scale);
+        return tensor_cores(rec, coop, w, (x, xr0), out, rows, input);
     }
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
@@ -232,8 +228,9 @@ struct CoopParams {
     unshift: f32,
 }
 
-/// x's rows cut into f16 parts (split.wgsl), then the product on the tensor cores, one
-/// dispatch per part of W, times `scale` per column when given.
+/// x's rows cut into f16 parts (split.wgsl, which forms SwiGLU on the way in for
+/// `Input::Swiglu`), then the product on the tensor cores, one dispatch per part of W,
+/// times the scale per column for `Input::Scaled`.
 fn tensor_cores(
     rec: &mut Recorder,
     coop: Coop,
@@ -241,8 +238,14 @@ fn tensor_cores(
     (x, xr0): (&Arc<Store>, usize),
     out: &Arc<Store>,
     rows: usize,
-    scale: Option<&Arc<Store>>,
+    input: Input,
 ) {
+    let (split, swiglu, scale) = match input {
+        Input::Plain => (coop.split, x, None),
+        Input::Scaled(s) => (coop.split, x, Some(s)),
+        Input::Swiglu(s) => (coop.split_swiglu, s, None),
+        Input::Residual { .. } => unreachable!("the residual fuses with one row only"),
+    };
     let o = rec.dev().kernels.options;
     let (wm, wn) = o.coop_tile;
     let k16 = w.k.next_multiple_of(16);
@@ -253,10 +256,15 @@ fn tensor_cores(
         Err(e) => return rec.fail(e),
     };
     let lo = halves as u32;
-    let binds = [(0, Bind::Buf(x.clone())), (1, Bind::Buf(parts.clone())), (2, Bind::Buf(inv.clone()))];
+    let binds = [
+        (0, Bind::Buf(x.clone())),
+        (1, Bind::Buf(parts.clone())),
+        (2, Bind::Buf(inv.clone())),
+        (3, Bind::Buf(swiglu.clone())),
+    ];
     row_batches(rows, |row0, n| {
         let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
-        rec.dispatch(coop.split, &binds, &p, [n, 1, 1]);
+        rec.dispatch(split, &binds, &p, [n, 1, 1]);
     });
     for part in &w.parts {
         let tall = o.coop_kernel.tall(rows, part.rows);
