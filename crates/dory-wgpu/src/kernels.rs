@@ -155,9 +155,6 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// Pieces of a row of W each invocation of the few-row kernel (`gemv.wgsl`) has in
-    /// flight: 4 or 8.
-    pub gemv_unroll: u32,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -178,7 +175,6 @@ impl Options {
     /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_GEMV_UNROLL=4|8 (pieces of W in flight per invocation of gemv.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
@@ -207,7 +203,6 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            gemv_unroll: 4,
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
@@ -227,9 +222,6 @@ impl Options {
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
-        }
-        if let Some(&[unroll @ (4 | 8)]) = numbers("DORY_WGPU_GEMV_UNROLL").as_deref() {
-            o.gemv_unroll = unroll;
         }
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;
@@ -282,15 +274,13 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
 }
 
 /// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
-/// shader tests translate, each a variation of `base`: the few-row projection (gemv) with
-/// 8 pieces in flight, the single-row
+/// shader tests translate, each a variation of `base`: the single-row
 /// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
 /// memory as the device allows and in 512 vec4s (enough for k ≤ 2048, and 4× the
 /// occupancy), and the plain GEMM against the tensor-core one's tiles and unrolling.
 pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     let most = Options::xs_most(workgroup_bytes);
     let mut all = vec![base];
-    all.push(Options { gemv_unroll: 8, ..base });
     for (rw, unroll, xs) in [(1, 4, most), (2, 2, most), (2, 4, most), (4, 2, most), (4, 4, most), (2, 2, 512)] {
         all.push(Options { gemv1: Gemv1 { rw, unroll, xs }, ..base });
     }
@@ -401,19 +391,18 @@ impl Kernels {
         let mut gemv = [[KernelId(0); 2]; 3];
         let mut gemv_scaled = [[KernelId(0); 2]; 3];
         let mut gemv_swiglu = [[KernelId(0); 2]; 3];
-        let unroll = ("UNROLL", f64::from(options.gemv_unroll));
         for (i, &dt) in DTYPES.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
-                let c = [("DTYPE", dt), ("XROWS", xrows), unroll];
+                let c = [("DTYPE", dt), ("XROWS", xrows)];
                 gemv[i][j] = b.add("gemv", "gemv", &c);
                 gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &c);
                 gemv_swiglu[i][j] =
                     b.add_as("gemv", "gemv", "gemv_swiglu", &[c.as_slice(), &[("SWIGLU", 1.0)]].concat());
             }
         }
-        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt), unroll]));
+        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
         let gemv_residual = DTYPES.map(|dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), unroll];
+            let c = [("DTYPE", dt), ("RES", 1.0)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
         let g = options.gemv1;

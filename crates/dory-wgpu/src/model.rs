@@ -3,7 +3,7 @@
 //! they read; a bf16 projection may be held as f16 times a power of two, the same values,
 //! for the tensor cores: `bf16_as_f16`); each stored row is padded to a multiple of 8
 //! elements so that 8 weights are one aligned 16-byte load (and where the tensor cores
-//! read a matrix, it is held in tiles: `Matrix::coop`); a matrix larger than the adapter's
+//! read a matrix, it is held in tiles: `Matrix::tiled`); a matrix larger than the adapter's
 //! storage binding limit is split into parts of whole rows, each its own buffer.
 
 use std::borrow::Cow;
@@ -27,7 +27,7 @@ pub struct Part {
 }
 
 /// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row, rows one after
-/// another, or in tiles where `coop`.
+/// another, or in tiles where `tiled`.
 pub struct Matrix {
     pub dtype: DType,
     /// Held in 16 × 16 tiles (an f16 projection, by default where the device has tensor
@@ -180,7 +180,7 @@ fn held<'a>(tensors: &[TensorView<'a>], as_f16: bool) -> (DType, Vec<Cow<'a, [u8
 /// shift puts the largest magnitude in [2^14, 2^15), and every value down to 2^-24 after it
 /// (38 binades under the largest, which a trained matrix does not span) is then exact,
 /// subnormals included. None when a value is not, or is not finite.
-pub fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
+fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
     let wide: Vec<Vec<f32>> = tensors.iter().map(|t| t.to_f32()).collect();
     let max = wide.iter().flatten().try_fold(0f32, |m, &v| v.is_finite().then(|| m.max(v.abs())))?;
     let shift = if max == 0.0 { 0 } else { 14 - (((max.to_bits() >> 23) & 0xff) as i32 - 127) };

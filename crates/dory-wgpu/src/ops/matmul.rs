@@ -113,7 +113,7 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
     }
     match coop_kernels(rec, w, rows) {
-        _ if rows <= GEMV_ROWS => format!("gemv{pro} (unroll {})", o.gemv_unroll),
+        _ if rows <= GEMV_ROWS => format!("gemv{pro}"),
         Some(_) => {
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
