@@ -299,6 +299,23 @@ mod tests {
     }
 
     #[test]
+    fn tiles_put_each_weight_where_the_kernels_read_it() {
+        // 32 rows of 48 weights, each weight's value its (row, input): weight (j, i) must
+        // sit at tile (j / 16, i / 16), row j % 16 and column i % 16 of it (dtype.wgsl's
+        // `piece`, gemm_coop.wgsl's `load_b`).
+        let (n, k) = (32usize, 48usize);
+        let rows: Vec<u8> = (0..n * k).flat_map(|e| ((e / k * 100 + e % k) as u16).to_le_bytes()).collect();
+        let tiled = tiles(&rows, 2 * k);
+        let at = |j: usize, i: usize| ((j / 16) * (k / 16) + i / 16) * 256 + (j % 16) * 16 + i % 16;
+        for j in 0..n {
+            for i in 0..k {
+                let v = u16::from_le_bytes([tiled[2 * at(j, i)], tiled[2 * at(j, i) + 1]]);
+                assert_eq!(v as usize, j * 100 + i, "weight ({j}, {i})");
+            }
+        }
+    }
+
+    #[test]
     fn bf16_is_held_as_f16_only_where_every_value_is_exact() {
         // Trained-looking values, a wide spread, signed zeros, and the stack's second
         // tensor holding the largest value: every one comes back bit for bit.
