@@ -136,11 +136,9 @@ if [ "${2:-}" = sweep ]; then
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
         # gemm_tall forced (the default block is gemm_coop's).
-        for block in tall; do
-            echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
-            CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
-                | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"
-        done
+        echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
+        CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
     fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
@@ -185,11 +183,9 @@ fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
 # gemm_tall forced (the default block is gemm_coop's).
-for block in tall; do
-    echo "== GPU tests with DORY_WGPU_COOP_KERNEL=$block"
-    CI=true DORY_WGPU_COOP_KERNEL=$block timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
-        | tee "$out/wgpu_tests_$block.log" | grep -E "test result|panicked"
-done
+echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
+CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+    | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
 if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
     echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
     CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \

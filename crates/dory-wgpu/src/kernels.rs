@@ -33,6 +33,8 @@ pub enum Lib {
     Attention,
     /// The nGPT residual of a row (`ops/ngpt.wgsl`).
     Ngpt,
+    /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
+    Glu,
 }
 
 impl Lib {
@@ -44,6 +46,7 @@ impl Lib {
             Lib::Seen => include_str!("ops/seen.wgsl"),
             Lib::Attention => include_str!("ops/attention.wgsl"),
             Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
+            Lib::Glu => include_str!("ops/glu.wgsl"),
         }
     }
 }
@@ -63,10 +66,10 @@ const fn module(name: &'static str, source: &'static str, libs: &'static [Lib]) 
 }
 
 pub const MODULES: &[Module] = &[
-    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt]),
+    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu]),
     module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
     module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
-    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[]) },
+    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu]) },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
     module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), &[]),

@@ -159,6 +159,11 @@ fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -
     return rescale(run, top);
 }
 
+// Dims 4j … 4j + 3 of the value of the tile's key t (its slot in s_sh).
+fn value(t: u32, c: u32, j: u32) -> vec4<f32> {
+    return vc[(s_sh[t] * p.kv_heads + c) * (p.d / 4u) + j];
+}
+
 // Four keys' weights (w_sh from `at`) and values into a row's run.
 fn add4(run: Run, at: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> Run {
     return add(add(add(add(run, w_sh[at], v0), w_sh[at + 1u], v1), w_sh[at + 2u], v2), w_sh[at + 3u], v3);
@@ -230,15 +235,15 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
             // Four keys' values loaded before any is used.
             var t = 0u;
             for (; t + 4u <= count; t = t + 4u) {
-                let v0 = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
-                let v1 = vc[(s_sh[t + 1u] * p.kv_heads + c) * d4 + j];
-                let v2 = vc[(s_sh[t + 2u] * p.kv_heads + c) * d4 + j];
-                let v3 = vc[(s_sh[t + 3u] * p.kv_heads + c) * d4 + j];
+                let v0 = value(t, c, j);
+                let v1 = value(t + 1u, c, j);
+                let v2 = value(t + 2u, c, j);
+                let v3 = value(t + 3u, c, j);
                 run_a = add4(run_a, b * KT + t, v0, v1, v2, v3);
                 run_b = add4(run_b, (b + RUNS) * KT + t, v0, v1, v2, v3);
             }
             for (; t < count; t = t + 1u) {
-                let v = vc[(s_sh[t] * p.kv_heads + c) * d4 + j];
+                let v = value(t, c, j);
                 run_a = add(run_a, w_sh[b * KT + t], v);
                 run_b = add(run_b, w_sh[(b + RUNS) * KT + t], v);
             }

@@ -71,9 +71,9 @@ fn x8(r: u32, g: u32) -> W8 {
     if (SWIGLU == 1u) {
         var hi = vec4<f32>(0.0);
         if (has_hi) {
-            hi = swiglu4(row, 2u * g + 1u);
+            hi = swiglu4(row, 2u * g + 1u, p.k / 4u);
         }
-        return W8(swiglu4(row, 2u * g), hi);
+        return W8(swiglu4(row, 2u * g, p.k / 4u), hi);
     }
     if (RES == 1u) {
         var hi = vec4<f32>(0.0);
@@ -88,14 +88,6 @@ fn x8(r: u32, g: u32) -> W8 {
         hi = x[at + 1u];
     }
     return W8(x[at], hi);
-}
-
-// SwiGLU of x[row, 4e … 4e + 3], from gu bound as x and the scales as scale.
-fn swiglu4(row: u32, e: u32) -> vec4<f32> {
-    let k4 = p.k / 4u;
-    let a = x[2u * row * k4 + e] * scale[e];
-    let u = x[2u * row * k4 + k4 + e] * scale[k4 + e];
-    return a * (1.0 / (1.0 + exp(-a))) * u;
 }
 
 struct Row {

@@ -32,8 +32,7 @@ override SWIGLU: u32 = 0u;
 fn x4(row: u32, i: u32) -> vec4<f32> {
     let k4 = p.k / 4u;
     if (SWIGLU == 1u) {
-        let a = x[2u * row * k4 + i] * scale[i];
-        return a * (1.0 / (1.0 + exp(-a))) * (x[2u * row * k4 + k4 + i] * scale[k4 + i]);
+        return swiglu4(row, i, k4);
     }
     return x[row * k4 + i];
 }
