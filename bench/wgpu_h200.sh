@@ -42,7 +42,8 @@
 #                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall forced),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
-#                              SWEEP_KERNELS=1 the larger model's projections timed alone
+#                              SWEEP_TESTS_ALSO="NAME=VALUE …" the tests again under each,
+#                              SWEEP_KERNELS=1 both models' projections timed alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -139,6 +140,12 @@ if [ "${2:-}" = sweep ]; then
         echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
         CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
             | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
+        # SWEEP_TESTS_ALSO="NAME=VALUE …": the tests again under each assignment.
+        for a in ${SWEEP_TESTS_ALSO:-}; do
+            echo "== GPU tests with $a"
+            CI=true env "$a" timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+                | grep -v XDG_RUNTIME | tee -a "$out/wgpu_tests_also.log" | grep -E "test result|panicked"
+        done
     fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
@@ -162,11 +169,13 @@ if [ "${2:-}" = sweep ]; then
             env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
                 --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
         done
-        # SWEEP_KERNELS=1: the larger model's projections timed alone (default shapes).
+        # SWEEP_KERNELS=1: both models' projections timed alone (default shapes).
         if [ "${SWEEP_KERNELS:-0}" = 1 ] && room 60 "$sw kernels"; then
             echo "== $sw" >> "$out/kernels_sweep.txt"
-            env $set_env timeout 60 $carry/dory-wgpu-kernels --model $large --dtypes f16 --quick 2>&1 \
-                >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME >> "$out/kernels_sweep.txt"
+            for m in $large models/dory-tiny; do
+                env $set_env timeout 60 $carry/dory-wgpu-kernels --model $m --dtypes f16 --quick 2>&1 \
+                    >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME >> "$out/kernels_sweep.txt"
+            done
         fi
         runs=("models/dory-tiny 0 3 128")
         for depth in ${SWEEP_DEPTHS:-0 4096}; do runs+=("$large $depth $((depth ? 1 : 2)) 32"); done

@@ -146,6 +146,11 @@ pub struct Options {
     pub coop_kernel: CoopKernel,
     /// x's lo part kept (false only to measure what it adds).
     pub coop_lo: bool,
+    /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
+    /// are few.
+    pub coop_slicing: Slicing,
+    /// `gemm_coop` loads the next 16 inputs' fragments before the products of these.
+    pub coop_ahead: bool,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
@@ -175,7 +180,8 @@ impl Options {
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
-    /// measure its worth), DORY_WGPU_FUSE=prep,residual (or 0: none; by
+    /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
+    /// none), DORY_WGPU_COOP_AHEAD=0|1, DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
@@ -201,6 +207,8 @@ impl Options {
                 _ => CoopKernel::Direct,
             },
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
+            coop_slicing: Slicing { target: 2048, steps: 8, most: 4 },
+            coop_ahead: std::env::var("DORY_WGPU_COOP_AHEAD").is_ok_and(|v| v == "1"),
             fuse_prep: true,
             fuse_residual: true,
             attend_per: crate::ops::attend::MIN_PER,
@@ -220,9 +228,18 @@ impl Options {
         if let Some(&[wm, wn, unroll]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
             (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
         }
+        match numbers("DORY_WGPU_COOP_SLICES").as_deref() {
+            Some(&[target, steps]) => o.coop_slicing = Slicing { target, steps, ..o.coop_slicing },
+            Some(&[target, steps, most]) => o.coop_slicing = Slicing { target, steps, most },
+            _ => {}
+        }
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
+        o.coop_slicing.most = [4, 2, 1]
+            .into_iter()
+            .find(|&n| n <= o.coop_slicing.most.max(1) && slices_workgroup_bytes(n) <= workgroup_bytes)
+            .unwrap_or(1);
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
         }
@@ -276,6 +293,37 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
 }
 
+/// Bytes of workgroup memory `gemm_coop` takes in `slices` slices: each slice's 32 × 64 block
+/// of f32.
+pub fn slices_workgroup_bytes(slices: u32) -> u32 {
+    4 * 2048 * slices
+}
+
+/// How `gemm_coop` cuts a block's inputs among the subgroups of a workgroup: a product of
+/// fewer blocks than `target` takes the most slices (up to `most`: 1, 2 or 4) that keep
+/// blocks × slices within `target` and `steps` slices of 16 inputs to a slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slicing {
+    pub target: u32,
+    pub steps: u32,
+    pub most: u32,
+}
+
+impl Slicing {
+    /// The slices of a product of `blocks` 32 × 64 blocks over `k16` inputs.
+    pub fn slices(self, blocks: usize, k16: usize) -> u32 {
+        let steps = k16 / 16;
+        [4, 2]
+            .into_iter()
+            .find(|&n| {
+                n <= self.most
+                    && blocks * n as usize <= self.target as usize
+                    && steps >= n as usize * self.steps as usize
+            })
+            .unwrap_or(1)
+    }
+}
+
 /// The kernel shapes the kernel benchmarks (crate `dory-wgpu-bench`) compare and the
 /// shader tests translate, each a variation of `base`: the single-row
 /// projection (gemv1) in rows per run × pieces in flight, with x in as much workgroup
@@ -297,6 +345,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
         for tile in [(1, 1), (2, 1), (1, 2), (2, 2)] {
             all.push(Options { coop_tile: tile, coop_unroll: 1, coop_kernel: CoopKernel::Tall, ..base });
         }
+        // Slices off, and the loads a step ahead switched.
+        all.push(Options { coop_slicing: Slicing { most: 1, ..base.coop_slicing }, ..base });
+        all.push(Options { coop_ahead: !base.coop_ahead, ..base });
         all.retain(|o| !o.coop || coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes);
     }
     all.dedup();
@@ -312,6 +363,8 @@ pub struct Coop {
     pub split_swiglu: KernelId,
     pub gemm: [KernelId; 2],
     pub tall: [KernelId; 2],
+    /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
+    pub sliced: [[KernelId; 2]; 2],
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -426,13 +479,22 @@ impl Kernels {
         let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_coop = options.coop.then(|| {
             let (wm, wn) = options.coop_tile;
-            let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("UNROLL", f64::from(options.coop_unroll))];
-            let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+            let unroll = ("UNROLL", f64::from(options.coop_unroll));
+            let ahead = ("AHEAD", f64::from(u8::from(options.coop_ahead)));
+            let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll, ("C_TILES", f64::from(wm * wn))];
+            let gemm =
+                ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &[c.as_slice(), &[ahead]].concat()));
             let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
+            let mut sliced = [gemm; 2];
+            for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
+                let c =
+                    [("WM", 1.0), ("WN", 1.0), unroll, ahead, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
+                sliced[i] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+            }
             let lo = ("LO", f64::from(u8::from(options.coop_lo)));
             let split = b.add("split", "split", &[lo]);
             let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
-            Coop { split, split_swiglu, gemm, tall }
+            Coop { split, split_swiglu, gemm, tall, sliced }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

@@ -2,7 +2,9 @@
 //! validates through naga and translates to SPIR-V (Vulkan), MSL (Metal) and HLSL (DX12;
 //! not the tensor-core GEMM, which wgpu offers on Vulkan only): no GPU needed.
 
-use dory_wgpu::kernels::{coop_workgroup_bytes, module_text, Kernels, Options, Reduce, Spec, MODULES};
+use dory_wgpu::kernels::{
+    coop_workgroup_bytes, module_text, slices_workgroup_bytes, Kernels, Options, Reduce, Slicing, Spec, MODULES,
+};
 use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 
@@ -114,9 +116,9 @@ fn every_kernel_validates_and_translates() {
 fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);
-        assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
         for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
             assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
+            assert!(!v.coop || slices_workgroup_bytes(v.coop_slicing.most) <= limit, "{v:?} at {limit}");
         }
     }
     assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
@@ -140,4 +142,23 @@ fn the_taller_block_goes_where_it_has_the_blocks() {
         assert_eq!(CoopKernel::ByShape.tall(rows, n), tall, "{rows} rows × {n}");
     }
     assert!(CoopKernel::Tall.tall(1, 1) && !CoopKernel::Direct.tall(4096, 32000));
+}
+
+/// Slices where the blocks are few and the inputs many, never past the device's workgroup
+/// memory.
+#[test]
+fn a_few_blocks_take_slices_of_the_inputs() {
+    let s = Slicing { target: 2048, steps: 8, most: 4 };
+    // (blocks, k16, slices): the larger config's out and gate|up at 512 rows, dory-tiny's out.
+    for (blocks, k16, n) in [(512, 2048, 4), (2816, 2048, 1), (1280, 2048, 1), (96, 384, 2), (96, 256, 2), (96, 255, 1)]
+    {
+        assert_eq!(s.slices(blocks, k16), n, "{blocks} blocks, k16 {k16}");
+    }
+    assert_eq!(Slicing { most: 2, ..s }.slices(512, 2048), 2);
+    assert_eq!(Slicing { target: 0, ..s }.slices(1, 4096), 1);
+    for limit in [16384, 32768, 49152] {
+        let o = Options::new(Reduce::Subgroup, true, limit);
+        assert!(slices_workgroup_bytes(o.coop_slicing.most) <= limit, "{o:?}");
+    }
+    assert_eq!(Options::new(Reduce::Subgroup, true, 16384).coop_slicing.most, 2);
 }

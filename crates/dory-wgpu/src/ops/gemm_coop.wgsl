@@ -15,6 +15,11 @@
 // 4 × 4 (`gemm_tall`), which loads 12 fragments for 32 products instead of 8 for 16 but
 // has half the workgroups.
 //
+// Where the blocks are too few to fill the card, a workgroup of SLICES subgroups shares one
+// 32 × 64 block, each subgroup a slice of the inputs, and the slices' sums meet in workgroup
+// memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
+// product waits on. AHEAD loads the next 16 inputs' fragments before the products of these.
+//
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
 // W is held in whole tiles of 16 × 16 (model.rs), so that a tile's loads stay inside their
@@ -32,6 +37,10 @@ override WN: u32 = 2u;
 // c_sh: naga 30's override processing fails on an override declared after a type sized by
 // others.)
 override UNROLL: u32 = 1u;
+override SLICES: u32 = 1u;
+override AHEAD: bool = false;
+// c_sh's 16 × 16 tiles: one a subgroup (WM × WN), or every slice's eight (8 × SLICES).
+override C_TILES: u32 = 4u;
 
 struct P {
     k16: u32,    // width of a row of x's parts and of W (k rounded up to 16)
@@ -51,10 +60,10 @@ var<immediate> p: P;
 @group(0) @binding(3) var<storage, read> xinv: array<f32>;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 
-// A 16 × 16 tile per subgroup on its way out (and, first, the tile of zeros the
-// accumulators start from: a matrix declared without a value came out as garbage on the
-// H200's driver).
-var<workgroup> c_sh: array<f32, 256u * WM * WN>;
+// A 16 × 16 tile per subgroup on its way out, or every slice's block (and, first, the tile
+// of zeros the accumulators start from: a matrix declared without a value came out as
+// garbage on the H200's driver).
+var<workgroup> c_sh: array<f32, 256u * C_TILES>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -74,7 +83,7 @@ fn w_at(j: u32) -> u32 {
 
 // An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
 fn zero_acc(lid: u32) -> Acc {
-    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
+    for (var e = lid; e < 256u; e = e + 32u * WM * WN * SLICES) {
         c_sh[e] = 0.0;
     }
     workgroupBarrier();
@@ -83,8 +92,18 @@ fn zero_acc(lid: u32) -> Acc {
     return zero;
 }
 
-// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
-// within bounds, times 1/s of its row and, when `scaled`, the column's scale.
+// out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
+fn put(sum: f32, r: u32, j: u32, scaled: bool) {
+    if (r < p.rows && j < p.rows_w) {
+        var v = sum * (xinv[r] * p.unshift);
+        if (scaled) {
+            v = v * scale[p.row0 + j];
+        }
+        out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+    }
+}
+
+// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh.
 fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     let at = sg * 256u;
     let stride = 16u;
@@ -92,15 +111,7 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
     for (var i = 0u; i < 8u; i = i + 1u) {
         let e = lane + 32u * i;
-        let r = r0 + e / 16u;
-        let j = j0 + e % 16u;
-        if (r < p.rows && j < p.rows_w) {
-            var v = c_sh[at + e] * (xinv[r] * p.unshift);
-            if (scaled) {
-                v = v * scale[p.row0 + j];
-            }
-            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
-        }
+        put(c_sh[at + e], r0 + e / 16u, j0 + e % 16u, scaled);
     }
     workgroupBarrier();
 }
@@ -118,6 +129,38 @@ fn emit_block(
     emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
     emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
     emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+}
+
+// Tile t (of eight) of this slice's block into c_sh.
+fn stash(t: Acc, sg: u32, i: u32) {
+    let at = sg * 2048u + 256u * i;
+    let stride = 16u;
+    coopStoreT(t, &c_sh[at], stride);
+}
+
+// The block at (r0, j0) as the sum of every slice's (the workgroup's SLICES subgroups).
+fn join_slices(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    stash(t00, sg, 0u);
+    stash(t01, sg, 1u);
+    stash(t02, sg, 2u);
+    stash(t03, sg, 3u);
+    stash(t10, sg, 4u);
+    stash(t11, sg, 5u);
+    stash(t12, sg, 6u);
+    stash(t13, sg, 7u);
+    workgroupBarrier();
+    for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
+        var sum = 0.0;
+        for (var s = 0u; s < SLICES; s = s + 1u) {
+            sum = sum + c_sh[2048u * s + e];
+        }
+        let t = e / 256u;
+        let i = e % 256u;
+        put(sum, r0 + 16u * (t / 4u) + i / 16u, j0 + 16u * (t % 4u) + i % 16u, scaled);
+    }
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -143,9 +186,19 @@ fn load_b(band: u32, k: u32) -> FragB {
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
-    // This subgroup's 32 × 64 block of out.
-    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
-    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    // This subgroup's 32 × 64 block of out and its inputs: all of them, or (SLICES > 1, one
+    // block a workgroup) its slice.
+    var r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    var j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    var k = 0u;
+    var end = p.k16;
+    if (SLICES > 1u) {
+        r0 = wid.y * 32u;
+        j0 = wid.x * 64u;
+        let steps = p.k16 / 16u;
+        k = 16u * (sg * steps / SLICES);
+        end = 16u * ((sg + 1u) * steps / SLICES);
+    }
     let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
@@ -158,9 +211,46 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
-    var k = 0u;
+    if (AHEAD) {
+        var h0 = load_a(a0, k);
+        var h1 = load_a(a1, k);
+        var l0 = load_a(p.lo + a0, k);
+        var l1 = load_a(p.lo + a1, k);
+        var b0 = load_b(w.x, k);
+        var b1 = load_b(w.y, k);
+        var b2 = load_b(w.z, k);
+        var b3 = load_b(w.w, k);
+        for (; k < end; k = k + 16u) {
+            // The last step loads its own fragments again (inside the operands).
+            let next = min(k + 16u, end - 16u);
+            let g0 = h0;
+            let g1 = h1;
+            let m0 = l0;
+            let m1 = l1;
+            let d0 = b0;
+            let d1 = b1;
+            let d2 = b2;
+            let d3 = b3;
+            h0 = load_a(a0, next);
+            h1 = load_a(a1, next);
+            l0 = load_a(p.lo + a0, next);
+            l1 = load_a(p.lo + a1, next);
+            b0 = load_b(w.x, next);
+            b1 = load_b(w.y, next);
+            b2 = load_b(w.z, next);
+            b3 = load_b(w.w, next);
+            c00 = mma2(g0, m0, d0, c00);
+            c01 = mma2(g0, m0, d1, c01);
+            c02 = mma2(g0, m0, d2, c02);
+            c03 = mma2(g0, m0, d3, c03);
+            c10 = mma2(g1, m1, d0, c10);
+            c11 = mma2(g1, m1, d1, c11);
+            c12 = mma2(g1, m1, d2, c12);
+            c13 = mma2(g1, m1, d3, c13);
+        }
+    }
     if (UNROLL == 2u) {
-        for (; k + 16u < p.k16; k = k + 32u) {
+        for (; k + 16u < end; k = k + 32u) {
             let h0 = load_a(a0, k);
             let h1 = load_a(a1, k);
             let l0 = load_a(p.lo + a0, k);
@@ -187,7 +277,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
             c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
         }
     }
-    for (; k < p.k16; k = k + 16u) {
+    for (; k < end; k = k + 16u) {
         let h0 = load_a(a0, k);
         let h1 = load_a(a1, k);
         let l0 = load_a(p.lo + a0, k);
@@ -205,7 +295,11 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         c12 = mma2(h1, l1, b2, c12);
         c13 = mma2(h1, l1, b3, c13);
     }
-    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+    if (SLICES == 1u) {
+        emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+    } else {
+        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, sg, lid, r0, j0, scaled);
+    }
 }
 
 // A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
@@ -271,12 +365,12 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     emit_block(c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, r0 + 32u, j0, scaled);
 }
 
-@compute @workgroup_size(32 * WM * WN)
+@compute @workgroup_size(32 * WM * WN * SLICES)
 fn gemm_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, false);
 }
 
-@compute @workgroup_size(32 * WM * WN)
+@compute @workgroup_size(32 * WM * WN * SLICES)
 fn gemm_coop_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, true);
 }

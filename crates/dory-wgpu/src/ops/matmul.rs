@@ -117,10 +117,12 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
         Some(_) => {
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
-            if o.coop_kernel.tall(rows, w.parts[0].rows) {
-                format!("gemm_tall ({wm}×{wn} subgroups)")
-            } else {
-                format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll)
+            let part = &w.parts[0];
+            let ahead = if o.coop_ahead { ", ahead" } else { "" };
+            match slices(rec, w.k, rows, part.rows) {
+                _ if o.coop_kernel.tall(rows, part.rows) => format!("gemm_tall ({wm}×{wn} subgroups)"),
+                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {}{ahead})", o.coop_unroll),
+                n => format!("gemm_coop ({n} slices, unroll {}{ahead})", o.coop_unroll),
             }
         }
         None => "gemm".into(),
@@ -139,6 +141,16 @@ fn prologue(input: Input) -> usize {
 /// The tensor-core GEMM's kernels, when they take these rows of `w`.
 fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
     rec.dev().kernels.gemm_coop.filter(|_| w.coop && rows > GEMV_ROWS)
+}
+
+/// The slices `gemm_coop` cuts the inputs of a product of `rows` rows and `n` columns into
+/// (blocks of 32 × 64; one block a subgroup unless the tile is 1 × 1).
+fn slices(rec: &Recorder, k: usize, rows: usize, n: usize) -> u32 {
+    let o = rec.dev().kernels.options;
+    if o.coop_tile != (1, 1) {
+        return 1;
+    }
+    o.coop_slicing.slices(rows.div_ceil(32) * n.div_ceil(64), k.next_multiple_of(16))
 }
 
 /// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
@@ -268,7 +280,12 @@ fn tensor_cores(
     });
     for part in &w.parts {
         let tall = o.coop_kernel.tall(rows, part.rows);
-        let kernel = if tall { coop.tall } else { coop.gemm }[usize::from(scale.is_some())];
+        let kernels = match slices(rec, w.k, rows, part.rows) {
+            _ if tall => coop.tall,
+            1 => coop.gemm,
+            n => coop.sliced[usize::from(n == 4)],
+        };
+        let kernel = kernels[usize::from(scale.is_some())];
         let tile_rows = if tall { 64 } else { 32 } * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let binds = [

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use dory::weights::DType;
 use dory::{Backend, Config, Model};
-use dory_wgpu::kernels::{Gemv1, Options};
+use dory_wgpu::kernels::{Gemv1, Options, Slicing};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
@@ -31,12 +31,14 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
             // The kernels the defaults leave out: the single-row projection, with the
-            // residual fused into it, and bf16 projections held the other way.
+            // residual fused into it, bf16 projections held the other way, and the
+            // tensor-core GEMM's blocks each in one subgroup.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
-            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, ..o };
+            let coop_slicing = Slicing { most: 1, ..o.coop_slicing };
+            let options = Options { gemv1, fuse_residual: true, bf16_as_f16: !o.bf16_as_f16, coop_slicing, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores).
             let o = first.kernels.options;
