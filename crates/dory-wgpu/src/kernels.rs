@@ -149,8 +149,6 @@ pub struct Options {
     /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
     /// are few.
     pub coop_slicing: Slicing,
-    /// `gemm_coop` loads the next 16 inputs' fragments before the products of these.
-    pub coop_ahead: bool,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
@@ -181,7 +179,7 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_COOP_AHEAD=0|1, DORY_WGPU_FUSE=prep,residual (or 0: none; by
+    /// none), DORY_WGPU_FUSE=prep,residual (or 0: none; by
     /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
@@ -207,8 +205,12 @@ impl Options {
                 _ => CoopKernel::Direct,
             },
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
-            coop_slicing: Slicing { target: 2048, steps: 8, most: 4 },
-            coop_ahead: std::env::var("DORY_WGPU_COOP_AHEAD").is_ok_and(|v| v == "1"),
+            // The H200 (bench/logs/h200-2026-12-02f/call-1, µs at 512 rows): dory-tiny's
+            // down 47.8 → 23.9 in 4 slices (96 blocks), its out 23.4 → 16.1, q|k|v|gate
+            // 26.8 → 23.1 in 2 (240 blocks); but its gate|up 27.1 → 37.2 in 2 (512
+            // blocks), and the larger config's out and down (512 blocks) 86 → 98–101 and
+            // 215 → 258–262 in 2 or 4.
+            coop_slicing: Slicing { target: 512, steps: 4, most: 4 },
             fuse_prep: true,
             fuse_residual: true,
             attend_per: crate::ops::attend::MIN_PER,
@@ -345,9 +347,8 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
         for tile in [(1, 1), (2, 1), (1, 2), (2, 2)] {
             all.push(Options { coop_tile: tile, coop_unroll: 1, coop_kernel: CoopKernel::Tall, ..base });
         }
-        // Slices off, and the loads a step ahead switched.
+        // Slices off.
         all.push(Options { coop_slicing: Slicing { most: 1, ..base.coop_slicing }, ..base });
-        all.push(Options { coop_ahead: !base.coop_ahead, ..base });
         all.retain(|o| !o.coop || coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes);
     }
     all.dedup();
@@ -480,15 +481,12 @@ impl Kernels {
         let gemm_coop = options.coop.then(|| {
             let (wm, wn) = options.coop_tile;
             let unroll = ("UNROLL", f64::from(options.coop_unroll));
-            let ahead = ("AHEAD", f64::from(u8::from(options.coop_ahead)));
             let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll, ("C_TILES", f64::from(wm * wn))];
-            let gemm =
-                ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &[c.as_slice(), &[ahead]].concat()));
+            let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
             let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
             let mut sliced = [gemm; 2];
             for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
-                let c =
-                    [("WM", 1.0), ("WN", 1.0), unroll, ahead, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
+                let c = [("WM", 1.0), ("WN", 1.0), unroll, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
                 sliced[i] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
             }
             let lo = ("LO", f64::from(u8::from(options.coop_lo)));

@@ -148,13 +148,15 @@ fn the_taller_block_goes_where_it_has_the_blocks() {
 /// memory.
 #[test]
 fn a_few_blocks_take_slices_of_the_inputs() {
-    let s = Slicing { target: 2048, steps: 8, most: 4 };
-    // (blocks, k16, slices): the larger config's out and gate|up at 512 rows, dory-tiny's out.
-    for (blocks, k16, n) in [(512, 2048, 4), (2816, 2048, 1), (1280, 2048, 1), (96, 384, 2), (96, 256, 2), (96, 255, 1)]
+    let s = Options::new(Reduce::Subgroup, true, 49152).coop_slicing;
+    // (blocks, k16, slices) at 512 rows: dory-tiny's q|k|v|gate, out, gate|up and down, the
+    // larger config's out and gate|up; then fewer inputs.
+    for (blocks, k16, n) in
+        [(240, 384, 2), (96, 384, 4), (512, 384, 1), (96, 1024, 4), (512, 2048, 1), (2816, 2048, 1), (96, 96, 1)]
     {
         assert_eq!(s.slices(blocks, k16), n, "{blocks} blocks, k16 {k16}");
     }
-    assert_eq!(Slicing { most: 2, ..s }.slices(512, 2048), 2);
+    assert_eq!(Slicing { most: 2, ..s }.slices(96, 1024), 2);
     assert_eq!(Slicing { target: 0, ..s }.slices(1, 4096), 1);
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);

@@ -18,7 +18,7 @@
 // Where the blocks are too few to fill the card, a workgroup of SLICES subgroups shares one
 // 32 × 64 block, each subgroup a slice of the inputs, and the slices' sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. AHEAD loads the next 16 inputs' fragments before the products of these.
+// product waits on.
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -38,7 +38,6 @@ override WN: u32 = 2u;
 // others.)
 override UNROLL: u32 = 1u;
 override SLICES: u32 = 1u;
-override AHEAD: bool = false;
 // c_sh's 16 × 16 tiles: one a subgroup (WM × WN), or every slice's eight (8 × SLICES).
 override C_TILES: u32 = 4u;
 
@@ -211,44 +210,6 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
-    if (AHEAD) {
-        var h0 = load_a(a0, k);
-        var h1 = load_a(a1, k);
-        var l0 = load_a(p.lo + a0, k);
-        var l1 = load_a(p.lo + a1, k);
-        var b0 = load_b(w.x, k);
-        var b1 = load_b(w.y, k);
-        var b2 = load_b(w.z, k);
-        var b3 = load_b(w.w, k);
-        for (; k < end; k = k + 16u) {
-            // The last step loads its own fragments again (inside the operands).
-            let next = min(k + 16u, end - 16u);
-            let g0 = h0;
-            let g1 = h1;
-            let m0 = l0;
-            let m1 = l1;
-            let d0 = b0;
-            let d1 = b1;
-            let d2 = b2;
-            let d3 = b3;
-            h0 = load_a(a0, next);
-            h1 = load_a(a1, next);
-            l0 = load_a(p.lo + a0, next);
-            l1 = load_a(p.lo + a1, next);
-            b0 = load_b(w.x, next);
-            b1 = load_b(w.y, next);
-            b2 = load_b(w.z, next);
-            b3 = load_b(w.w, next);
-            c00 = mma2(g0, m0, d0, c00);
-            c01 = mma2(g0, m0, d1, c01);
-            c02 = mma2(g0, m0, d2, c02);
-            c03 = mma2(g0, m0, d3, c03);
-            c10 = mma2(g1, m1, d0, c10);
-            c11 = mma2(g1, m1, d1, c11);
-            c12 = mma2(g1, m1, d2, c12);
-            c13 = mma2(g1, m1, d3, c13);
-        }
-    }
     if (UNROLL == 2u) {
         for (; k + 16u < end; k = k + 32u) {
             let h0 = load_a(a0, k);

@@ -118,11 +118,10 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
-            let ahead = if o.coop_ahead { ", ahead" } else { "" };
             match slices(rec, w.k, rows, part.rows) {
                 _ if o.coop_kernel.tall(rows, part.rows) => format!("gemm_tall ({wm}×{wn} subgroups)"),
-                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {}{ahead})", o.coop_unroll),
-                n => format!("gemm_coop ({n} slices, unroll {}{ahead})", o.coop_unroll),
+                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
+                n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
         }
         None => "gemm".into(),
