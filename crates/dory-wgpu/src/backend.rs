@@ -237,12 +237,18 @@ impl Backend for Wgpu {
     ) {
         let model = self.model.clone();
         let w = model.matrix(mat);
+        let alpha = model.layers[layer].alpha(part);
+        if matmul::residual_splits(&self.rec, w, rows) {
+            // On the tensor cores the residual writes h in place and cuts x's parts as it goes.
+            let input = Input::Residual { o: &o.store, alpha, h_next: &h.store, eps: model.config.eps };
+            self.rec.begin_op();
+            return matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
+        }
         if !matmul::residual_fuses(&self.rec, w, rows) {
             self.residual(layer, part, h, o, rows);
             return self.project(out, mat, h, rows);
         }
         let Some(twin) = self.twin(h) else { return };
-        let alpha = model.layers[layer].alpha(part);
         let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
         self.rec.begin_op();
         matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);

@@ -35,6 +35,8 @@ pub enum Lib {
     Ngpt,
     /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
     Glu,
+    /// x's rows cut into f16 parts for the tensor cores (`ops/parts.wgsl`).
+    Parts,
 }
 
 impl Lib {
@@ -47,6 +49,7 @@ impl Lib {
             Lib::Attention => include_str!("ops/attention.wgsl"),
             Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
             Lib::Glu => include_str!("ops/glu.wgsl"),
+            Lib::Parts => include_str!("ops/parts.wgsl"),
         }
     }
 }
@@ -69,11 +72,11 @@ pub const MODULES: &[Module] = &[
     module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu]),
     module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
     module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
-    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu]) },
+    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu, Lib::Parts]) },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
     module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), &[]),
-    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt]),
+    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt, Lib::Parts]),
     module("swiglu", include_str!("ops/swiglu.wgsl"), &[]),
     module("copy", include_str!("ops/copy.wgsl"), &[]),
     module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
@@ -154,6 +157,8 @@ pub struct Options {
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
+    /// A prompt's residual before a tensor-core projection cuts x's parts for it.
+    pub fuse_split: bool,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
@@ -179,8 +184,8 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual (or 0: none; by
-    /// default both), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// none), DORY_WGPU_FUSE=prep,residual,split (or 0: none;
+    /// by default all), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
@@ -213,6 +218,7 @@ impl Options {
             coop_slicing: Slicing { target: 512, steps: 4, most: 4 },
             fuse_prep: true,
             fuse_residual: true,
+            fuse_split: true,
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
@@ -251,6 +257,7 @@ impl Options {
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             o.fuse_prep = v.contains("prep");
             o.fuse_residual = v.contains("residual");
+            o.fuse_split = v.contains("split");
         }
         o
     }
@@ -362,6 +369,8 @@ pub struct Coop {
     pub split: KernelId,
     /// The split of SwiGLU(gu), the down projection's x formed on the way in.
     pub split_swiglu: KernelId,
+    /// The nGPT residual that also cuts the new h into parts (no split after it).
+    pub residual_split: KernelId,
     pub gemm: [KernelId; 2],
     pub tall: [KernelId; 2],
     /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
@@ -492,7 +501,8 @@ impl Kernels {
             let lo = ("LO", f64::from(u8::from(options.coop_lo)));
             let split = b.add("split", "split", &[lo]);
             let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
-            Coop { split, split_swiglu, gemm, tall, sliced }
+            let residual_split = b.add("residual", "residual_split", &[lo]);
+            Coop { split, split_swiglu, residual_split, gemm, tall, sliced }
         });
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {

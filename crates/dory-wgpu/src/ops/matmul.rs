@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
-use crate::ops::row_batches;
+use crate::ops::{residual, row_batches};
 use crate::record::{groups_for, Bind, Recorder, Store};
 
 #[repr(C)]
@@ -59,7 +59,9 @@ pub enum Input<'a> {
     /// x is gu = [rows, k | k]; the gate and up scales, for SwiGLU on the way in.
     Swiglu(&'a Arc<Store>),
     /// x is h; the projection's input is the nGPT residual of h and `o`, which is also
-    /// written to `h_next` (one row only: see `fuses`; `h_next` is not x).
+    /// written to `h_next`: one row (`residual_fuses`; `h_next` is not x), or on the tensor
+    /// cores (`residual_splits`), where the residual's own kernel writes h in place (`h_next`
+    /// is x) and cuts its parts for the GEMM.
     Residual {
         o: &'a Arc<Store>,
         alpha: &'a Arc<Store>,
@@ -75,8 +77,14 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
-        Input::Residual { .. } => residual_fuses(rec, w, rows),
+        Input::Residual { .. } => residual_fuses(rec, w, rows) || residual_splits(rec, w, rows),
     }
+}
+
+/// Whether the residual before a projection of `rows` rows of `w` on the tensor cores cuts
+/// x's parts for it (residual.wgsl's `residual_split`: one dispatch fewer).
+pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some()
 }
 
 /// Widths of x up to which the few-row kernel forms the residual on the way in. Every
@@ -240,7 +248,7 @@ struct CoopParams {
 }
 
 /// x's rows cut into f16 parts (split.wgsl, which forms SwiGLU on the way in for
-/// `Input::Swiglu`), then the product on the tensor cores, one dispatch per part of W,
+/// `Input::Swiglu`, or the residual's own kernel for `Input::Residual`), then the product on the tensor cores, one dispatch per part of W,
 /// times the scale per column for `Input::Scaled`.
 fn tensor_cores(
     rec: &mut Recorder,
@@ -251,12 +259,6 @@ fn tensor_cores(
     rows: usize,
     input: Input,
 ) {
-    let (split, swiglu, scale) = match input {
-        Input::Plain => (coop.split, x, None),
-        Input::Scaled(s) => (coop.split, x, Some(s)),
-        Input::Swiglu(s) => (coop.split_swiglu, s, None),
-        Input::Residual { .. } => unreachable!("the residual fuses with one row only"),
-    };
     let o = rec.dev().kernels.options;
     let (wm, wn) = o.coop_tile;
     let k16 = w.k.next_multiple_of(16);
@@ -267,16 +269,30 @@ fn tensor_cores(
         Err(e) => return rec.fail(e),
     };
     let lo = halves as u32;
-    let binds = [
-        (0, Bind::Buf(x.clone())),
-        (1, Bind::Buf(parts.clone())),
-        (2, Bind::Buf(inv.clone())),
-        (3, Bind::Buf(swiglu.clone())),
-    ];
-    row_batches(rows, |row0, n| {
-        let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
-        rec.dispatch(split, &binds, &p, [n, 1, 1]);
-    });
+    let scale = match input {
+        Input::Scaled(s) => Some(s),
+        _ => None,
+    };
+    if let Input::Residual { o: attended, alpha, h_next, eps } = input {
+        debug_assert!(Arc::ptr_eq(x, h_next) && xr0 == 0, "the residual's split writes h in place");
+        let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
+        residual::record_split(rec, (x, attended, alpha), w.k, eps, rows, layout);
+    } else {
+        let (split, third) = match input {
+            Input::Swiglu(s) => (coop.split_swiglu, s),
+            _ => (coop.split, x),
+        };
+        let binds = [
+            (0, Bind::Buf(x.clone())),
+            (1, Bind::Buf(parts.clone())),
+            (2, Bind::Buf(inv.clone())),
+            (3, Bind::Buf(third.clone())),
+        ];
+        row_batches(rows, |row0, n| {
+            let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
+            rec.dispatch(split, &binds, &p, [n, 1, 1]);
+        });
+    }
     for part in &w.parts {
         let tall = o.coop_kernel.tall(rows, part.rows);
         let kernels = match slices(rec, w.k, rows, part.rows) {

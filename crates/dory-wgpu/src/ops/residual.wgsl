@@ -1,15 +1,22 @@
-// The nGPT residual (spec §4): h ← N(N(h) + alpha ⊙ (N(o) − N(h))), one workgroup per row.
+// The nGPT residual (spec §4): h ← N(N(h) + alpha ⊙ (N(o) − N(h))), one workgroup per row;
+// `residual_split` also cuts the new h into f16 parts for the tensor-core GEMM that reads
+// it next (parts.wgsl), which spares that GEMM its split.
 
 struct P {
     d: u32,
     eps: f32,
     row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+    k16: u32,     // residual_split: width of a row of the parts (d rounded up to 16)
+    lo: u32,      // residual_split: where the lo part starts in xa (halves)
 }
 var<immediate> p: P;
 
 @group(0) @binding(0) var<storage, read_write> h: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> o: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> alpha: array<vec4<f32>>;
+// residual_split: the parts and the rows' 1/s.
+@group(0) @binding(3) var<storage, read_write> xa: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> xinv: array<f32>;
 
 fn res_h(base: u32, e: u32) -> vec4<f32> {
     return h[base + e];
@@ -30,5 +37,32 @@ fn residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     let r = residual_row(base, n, lid, p.eps).z;
     for (var e = lid; e < n; e = e + 256u) {
         h[base + e] = h[base + e] * r;
+    }
+}
+
+@compute @workgroup_size(256)
+fn residual_split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let n = p.d / 4u;
+    let row = wid.x + p.row0;
+    let base = row * n;
+    let r = residual_row(base, n, lid, p.eps).z;
+    var top = vec4<f32>(0.0);
+    for (var e = lid; e < n; e = e + 256u) {
+        let y = h[base + e] * r;
+        h[base + e] = y;
+        top = max(top, abs(y));
+    }
+    // What split.wgsl would cut from the h just written (each invocation reads back its own).
+    let e = parts_exp(seg_max4(top, lid, 256u));
+    let s = ldexp(1.0, 13 - e);
+    for (var i = lid; i < p.k16 / 4u; i = i + 256u) {
+        var v = vec4<f32>(0.0);
+        if (i < n) {
+            v = h[base + i] * s;
+        }
+        put_parts(row, i, v, p.k16, p.lo);
+    }
+    if (lid == 0u) {
+        put_inverse(row, e);
     }
 }

@@ -1,0 +1,35 @@
+// x's rows as the tensor-core GEMM reads them (gemm_coop.wgsl), written by split.wgsl and by
+// the residual before a projection (residual.wgsl's residual_split): row r times s_r, a
+// power of two that puts its largest magnitude in [2¹², 2¹³), as hi = s_r x cut to f16's 11
+// significant bits and lo = f16(s_r x − hi), so that hi + lo keeps ~22 bits of every value
+// and neither part leaves f16's range; rows widened from k to k16 with zeros, laid out in
+// 16 × 16 tiles; 1/s_r beside. The including module binds `xa` (the parts' halves, two to a
+// u32) and `xinv`.
+
+// 0 drops the lo part (for measuring what it adds).
+override LO: u32 = 1u;
+
+// The exponent e of a row's scale s_r = 2^(13 − e), from its largest magnitudes, kept where
+// s and 1/s are normal f32s.
+fn parts_exp(most: vec4<f32>) -> i32 {
+    return clamp(frexp(max(max(most.x, most.y), max(most.z, most.w))).exp, -100, 100);
+}
+
+// Row r's inputs 4i … 4i + 3, already times s_r (zeros past k), tile by tile (gemm_coop's
+// load_a): they sit in tile (r / 16, i / 4), at row r % 16 of it, counted in groups of 4
+// halves; lo parts from half `lo` on.
+fn put_parts(r: u32, i: u32, v: vec4<f32>, k16: u32, lo: u32) {
+    let at = (r / 16u) * (k16 / 16u) * 64u + (r % 16u) * 4u + (i / 4u) * 64u + i % 4u;
+    // hi: v's top 11 significant bits, cut with a mask (a rounding conversion and its way
+    // back can be folded into nothing by a compiler; the mask cannot), so that v − hi is
+    // exact and holds the rest.
+    let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+    let rest = (v - hi) * f32(LO);
+    xa[at] = vec2<u32>(pack2x16float(hi.xy), pack2x16float(hi.zw));
+    xa[lo / 4u + at] = vec2<u32>(pack2x16float(rest.xy), pack2x16float(rest.zw));
+}
+
+// Row r's 1/s_r.
+fn put_inverse(r: u32, e: i32) {
+    xinv[r] = ldexp(1.0, e - 13);
+}
