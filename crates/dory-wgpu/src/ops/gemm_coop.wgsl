@@ -130,27 +130,26 @@ fn emit_block(
     emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
-// Tile i (of eight) of a slice's block into c_sh.
-fn stash(t: Acc, slice: u32, i: u32) {
-    let at = slice * 2048u + 256u * i;
+// Tile t (of eight) of this slice's block into c_sh.
+fn stash(t: Acc, sg: u32, i: u32) {
+    let at = sg * 2048u + 256u * i;
     let stride = 16u;
     coopStoreT(t, &c_sh[at], stride);
 }
 
-// The block at (r0, j0) as the sum of every slice's (the workgroup's SLICES subgroups; one
-// block a workgroup).
+// The block at (r0, j0) as the sum of every slice's (the workgroup's SLICES subgroups).
 fn join_slices(
     t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+    sg: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
 ) {
-    stash(t00, slice, 0u);
-    stash(t01, slice, 1u);
-    stash(t02, slice, 2u);
-    stash(t03, slice, 3u);
-    stash(t10, slice, 4u);
-    stash(t11, slice, 5u);
-    stash(t12, slice, 6u);
-    stash(t13, slice, 7u);
+    stash(t00, sg, 0u);
+    stash(t01, sg, 1u);
+    stash(t02, sg, 2u);
+    stash(t03, sg, 3u);
+    stash(t10, sg, 4u);
+    stash(t11, sg, 5u);
+    stash(t12, sg, 6u);
+    stash(t13, sg, 7u);
     workgroupBarrier();
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
@@ -186,15 +185,14 @@ fn load_b(band: u32, k: u32) -> FragB {
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
-    // This subgroup's 32 × 64 block of out, and its slice of the inputs (all of them when
-    // SLICES = 1).
-    let block = sg / SLICES;
-    let slice = sg % SLICES;
-    let r0 = wid.y * 32u * WM + 32u * (block / WN);
-    let j0 = wid.x * 64u * WN + 64u * (block % WN);
+    // This subgroup's 32 × 64 block of out and its inputs: all of them, or (SLICES > 1, one
+    // block a workgroup) its slice.
+    let sliced = SLICES > 1u;
     let steps = p.k16 / 16u;
-    let end = 16u * ((slice + 1u) * steps / SLICES);
-    var k = 16u * (slice * steps / SLICES);
+    let r0 = select(wid.y * 32u * WM + 32u * (sg / WN), wid.y * 32u, sliced);
+    let j0 = select(wid.x * 64u * WN + 64u * (sg % WN), wid.x * 64u, sliced);
+    let end = select(p.k16, 16u * ((sg + 1u) * steps / SLICES), sliced);
+    var k = select(0u, 16u * (sg * steps / SLICES), sliced);
     let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
@@ -256,7 +254,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     if (SLICES == 1u) {
         emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
     } else {
-        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
+        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, sg, lid, r0, j0, scaled);
     }
 }
 
