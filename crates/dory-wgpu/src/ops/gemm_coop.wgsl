@@ -187,12 +187,17 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let lane = lid % 32u;
     // This subgroup's 32 × 64 block of out and its inputs: all of them, or (SLICES > 1, one
     // block a workgroup) its slice.
-    let sliced = SLICES > 1u;
-    let steps = p.k16 / 16u;
-    let r0 = select(wid.y * 32u * WM + 32u * (sg / WN), wid.y * 32u, sliced);
-    let j0 = select(wid.x * 64u * WN + 64u * (sg % WN), wid.x * 64u, sliced);
-    let end = select(p.k16, 16u * ((sg + 1u) * steps / SLICES), sliced);
-    var k = select(0u, 16u * (sg * steps / SLICES), sliced);
+    var r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    var j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    var k = 0u;
+    var end = p.k16;
+    if (SLICES > 1u) {
+        r0 = wid.y * 32u;
+        j0 = wid.x * 64u;
+        let steps = p.k16 / 16u;
+        k = 16u * (sg * steps / SLICES);
+        end = 16u * ((sg + 1u) * steps / SLICES);
+    }
     let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
