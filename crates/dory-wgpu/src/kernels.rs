@@ -450,6 +450,25 @@ impl Planner {
     }
 }
 
+/// The tensor-core GEMM's pipelines (`Coop`).
+fn plan_coop(b: &mut Planner, options: Options) -> Coop {
+    let (wm, wn) = options.coop_tile;
+    let unroll = ("UNROLL", f64::from(options.coop_unroll));
+    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll, ("C_TILES", f64::from(wm * wn))];
+    let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+    let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
+    let mut sliced = [gemm; 2];
+    for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
+        let c = [("WM", 1.0), ("WN", 1.0), unroll, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
+        sliced[i] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+    }
+    let lo = ("LO", f64::from(u8::from(options.coop_lo)));
+    let split = b.add("split", "split", &[lo]);
+    let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
+    let residual_split = b.add("residual", "residual_split", &[lo]);
+    Coop { split, split_swiglu, residual_split, gemm, tall, sliced }
+}
+
 impl Kernels {
     /// Every pipeline these options call for, unbuilt (the shader test translates them).
     pub fn plan(options: Options) -> Kernels {
@@ -487,23 +506,7 @@ impl Kernels {
         });
         let gemm = DTYPES.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
-        let gemm_coop = options.coop.then(|| {
-            let (wm, wn) = options.coop_tile;
-            let unroll = ("UNROLL", f64::from(options.coop_unroll));
-            let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll, ("C_TILES", f64::from(wm * wn))];
-            let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            let mut sliced = [gemm; 2];
-            for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
-                let c = [("WM", 1.0), ("WN", 1.0), unroll, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
-                sliced[i] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
-            }
-            let lo = ("LO", f64::from(u8::from(options.coop_lo)));
-            let split = b.add("split", "split", &[lo]);
-            let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
-            let residual_split = b.add("residual", "residual_split", &[lo]);
-            Coop { split, split_swiglu, residual_split, gemm, tall, sliced }
-        });
+        let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         Kernels {
             options,
