@@ -118,9 +118,15 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
             || options.coop_slicing != base.coop_slicing
             || options == base;
         // Building the variant's pipelines leaves the GPU idle long enough for its clocks to
-        // drop (the first kernel timed after it ran 4× slow on the H200).
+        // drop (the first kernel timed after it ran 4× slow on the H200); and even after the
+        // copies, the first products timed ran slow (the larger q|k|v|gate's row 27.0 µs
+        // against 12.6, its 512 rows 172.6 against 104.6: bench/logs/h200-2026-12-02f/call-5),
+        // so the first matrix's prompt is run once untimed too.
         if one || many {
             bench::warm_up(&vdev, Duration::from_millis(300)).map_err(err)?;
+            if let Some((_, _, mats)) = weights.first() {
+                bench::projection(&vdev, mats, 512, Prologue::None).map_err(err)?;
+            }
         }
         for (name, prologue, mats) in &weights {
             let mut runs = vec![];
