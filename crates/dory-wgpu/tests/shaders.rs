@@ -116,6 +116,7 @@ fn every_kernel_validates_and_translates() {
 fn tensor_core_tiles_fit_the_workgroup_memory() {
     for limit in [16384, 32768, 49152] {
         let o = Options::new(Reduce::Subgroup, true, limit);
+        assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
         for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
             assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
             assert!(!v.coop || slices_workgroup_bytes(v.coop_slicing.most) <= limit, "{v:?} at {limit}");
