@@ -454,13 +454,13 @@ impl Planner {
 fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let (wm, wn) = options.coop_tile;
     let unroll = ("UNROLL", f64::from(options.coop_unroll));
-    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll, ("C_TILES", f64::from(wm * wn))];
+    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll];
     let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
     let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
     let mut sliced = [gemm; 2];
     for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
-        let c = [("WM", 1.0), ("WN", 1.0), unroll, ("SLICES", f64::from(n)), ("C_TILES", f64::from(8 * n))];
-        sliced[i] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+        let c = [unroll, ("SLICES", f64::from(n))];
+        sliced[i] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
     }
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));
     let split = b.add("split", "split", &[lo]);

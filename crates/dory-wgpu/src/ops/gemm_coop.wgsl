@@ -15,10 +15,12 @@
 // 4 × 4 (`gemm_tall`), which loads 12 fragments for 32 products instead of 8 for 16 but
 // has half the workgroups.
 //
-// Where the blocks are too few to fill the card, a workgroup of SLICES subgroups shares one
-// 32 × 64 block, each subgroup a slice of the inputs, and the slices' sums meet in workgroup
+// Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
+// workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on.
+// product waits on. Its loop is gemm_coop's again, apart: folded into gemm_coop_tile, the
+// slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200 (149–154 µs against 144
+// for the larger config's products, bench/logs/h200-2026-12-02f/call-6 … call-8).
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -37,9 +39,8 @@ override WN: u32 = 2u;
 // c_sh: naga 30's override processing fails on an override declared after a type sized by
 // others.)
 override UNROLL: u32 = 1u;
-override SLICES: u32 = 1u;
-// c_sh's 16 × 16 tiles: one a subgroup (WM × WN), or every slice's eight (8 × SLICES).
-override C_TILES: u32 = 4u;
+// Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
+override SLICES: u32 = 2u;
 
 struct P {
     k16: u32,    // width of a row of x's parts and of W (k rounded up to 16)
@@ -59,10 +60,13 @@ var<immediate> p: P;
 @group(0) @binding(3) var<storage, read> xinv: array<f32>;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 
-// A 16 × 16 tile per subgroup on its way out, or every slice's block (and, first, the tile
-// of zeros the accumulators start from: a matrix declared without a value came out as
-// garbage on the H200's driver).
-var<workgroup> c_sh: array<f32, 256u * C_TILES>;
+// A 16 × 16 tile per subgroup on its way out (and, first, the tile of zeros the
+// accumulators start from: a matrix declared without a value came out as garbage on the
+// H200's driver).
+var<workgroup> c_sh: array<f32, 256u * WM * WN>;
+
+// `gemm_sliced`: every slice's block of sums (the first tile, first, the zeros).
+var<workgroup> s_sh: array<f32, 2048u * SLICES>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -82,7 +86,7 @@ fn w_at(j: u32) -> u32 {
 
 // An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
 fn zero_acc(lid: u32) -> Acc {
-    for (var e = lid; e < 256u; e = e + 32u * WM * WN * SLICES) {
+    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
         c_sh[e] = 0.0;
     }
     workgroupBarrier();
@@ -91,18 +95,8 @@ fn zero_acc(lid: u32) -> Acc {
     return zero;
 }
 
-// out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
-fn put(sum: f32, r: u32, j: u32, scaled: bool) {
-    if (r < p.rows && j < p.rows_w) {
-        var v = sum * (xinv[r] * p.unshift);
-        if (scaled) {
-            v = v * scale[p.row0 + j];
-        }
-        out[(p.yr0 + r) * p.n + p.row0 + j] = v;
-    }
-}
-
-// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh.
+// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
+// within bounds, times 1/s of its row and, when `scaled`, the column's scale.
 fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     let at = sg * 256u;
     let stride = 16u;
@@ -110,7 +104,15 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
     for (var i = 0u; i < 8u; i = i + 1u) {
         let e = lane + 32u * i;
-        put(c_sh[at + e], r0 + e / 16u, j0 + e % 16u, scaled);
+        let r = r0 + e / 16u;
+        let j = j0 + e % 16u;
+        if (r < p.rows && j < p.rows_w) {
+            var v = c_sh[at + e] * (xinv[r] * p.unshift);
+            if (scaled) {
+                v = v * scale[p.row0 + j];
+            }
+            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+        }
     }
     workgroupBarrier();
 }
@@ -128,38 +130,6 @@ fn emit_block(
     emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
     emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
     emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
-}
-
-// Tile t (of eight) of this slice's block into c_sh.
-fn stash(t: Acc, sg: u32, i: u32) {
-    let at = sg * 2048u + 256u * i;
-    let stride = 16u;
-    coopStoreT(t, &c_sh[at], stride);
-}
-
-// The block at (r0, j0) as the sum of every slice's (the workgroup's SLICES subgroups).
-fn join_slices(
-    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    sg: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
-) {
-    stash(t00, sg, 0u);
-    stash(t01, sg, 1u);
-    stash(t02, sg, 2u);
-    stash(t03, sg, 3u);
-    stash(t10, sg, 4u);
-    stash(t11, sg, 5u);
-    stash(t12, sg, 6u);
-    stash(t13, sg, 7u);
-    workgroupBarrier();
-    for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
-        var sum = 0.0;
-        for (var s = 0u; s < SLICES; s = s + 1u) {
-            sum = sum + c_sh[2048u * s + e];
-        }
-        let t = e / 256u;
-        let i = e % 256u;
-        put(sum, r0 + 16u * (t / 4u) + i / 16u, j0 + 16u * (t % 4u) + i % 16u, scaled);
-    }
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -185,19 +155,9 @@ fn load_b(band: u32, k: u32) -> FragB {
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
-    // This subgroup's 32 × 64 block of out and its inputs: all of them, or (SLICES > 1, one
-    // block a workgroup) its slice.
-    var r0 = wid.y * 32u * WM + 32u * (sg / WN);
-    var j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    var k = 0u;
-    var end = p.k16;
-    if (SLICES > 1u) {
-        r0 = wid.y * 32u;
-        j0 = wid.x * 64u;
-        let steps = p.k16 / 16u;
-        k = 16u * (sg * steps / SLICES);
-        end = 16u * ((sg + 1u) * steps / SLICES);
-    }
+    // This subgroup's 32 × 64 block of out.
+    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
     let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
@@ -210,8 +170,9 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
+    var k = 0u;
     if (UNROLL == 2u) {
-        for (; k + 16u < end; k = k + 32u) {
+        for (; k + 16u < p.k16; k = k + 32u) {
             let h0 = load_a(a0, k);
             let h1 = load_a(a1, k);
             let l0 = load_a(p.lo + a0, k);
@@ -238,7 +199,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
             c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
         }
     }
-    for (; k < end; k = k + 16u) {
+    for (; k < p.k16; k = k + 16u) {
         let h0 = load_a(a0, k);
         let h1 = load_a(a1, k);
         let l0 = load_a(p.lo + a0, k);
@@ -256,11 +217,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
         c12 = mma2(h1, l1, b2, c12);
         c13 = mma2(h1, l1, b3, c13);
     }
-    if (SLICES == 1u) {
-        emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
-    } else {
-        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, sg, lid, r0, j0, scaled);
-    }
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
 // A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
@@ -326,12 +283,129 @@ fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     emit_block(c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, r0 + 32u, j0, scaled);
 }
 
-@compute @workgroup_size(32 * WM * WN * SLICES)
+// out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
+fn put(sum: f32, r: u32, j: u32, scaled: bool) {
+    if (r < p.rows && j < p.rows_w) {
+        var v = sum * (xinv[r] * p.unshift);
+        if (scaled) {
+            v = v * scale[p.row0 + j];
+        }
+        out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+    }
+}
+
+// Tile i (of eight) of a slice's block into s_sh.
+fn stash(t: Acc, slice: u32, i: u32) {
+    let at = slice * 2048u + 256u * i;
+    let stride = 16u;
+    coopStoreT(t, &s_sh[at], stride);
+}
+
+// The block at (r0, j0) as the sum of every slice's.
+fn join_slices(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    stash(t00, slice, 0u);
+    stash(t01, slice, 1u);
+    stash(t02, slice, 2u);
+    stash(t03, slice, 3u);
+    stash(t10, slice, 4u);
+    stash(t11, slice, 5u);
+    stash(t12, slice, 6u);
+    stash(t13, slice, 7u);
+    workgroupBarrier();
+    for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
+        var sum = 0.0;
+        for (var s = 0u; s < SLICES; s = s + 1u) {
+            sum = sum + s_sh[2048u * s + e];
+        }
+        let t = e / 256u;
+        let i = e % 256u;
+        put(sum, r0 + 16u * (t / 4u) + i / 16u, j0 + 16u * (t % 4u) + i % 16u, scaled);
+    }
+}
+
+// gemm_coop_tile's block, its inputs cut into SLICES slices, one to a subgroup.
+fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
+    let slice = lid / 32u;
+    let r0 = wid.y * 32u;
+    let j0 = wid.x * 64u;
+    let steps = p.k16 / 16u;
+    let end = 16u * ((slice + 1u) * steps / SLICES);
+    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
+        s_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    workgroupBarrier();
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
+    let a0 = r0 * p.k16;
+    let a1 = (r0 + 16u) * p.k16;
+    let w = w_bands(j0);
+    var k = 16u * (slice * steps / SLICES);
+    if (UNROLL == 2u) {
+        for (; k + 16u < end; k = k + 32u) {
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+        }
+    }
+    for (; k < end; k = k + 16u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+    }
+    join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
+}
+
+@compute @workgroup_size(32 * WM * WN)
 fn gemm_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, false);
 }
 
-@compute @workgroup_size(32 * WM * WN * SLICES)
+@compute @workgroup_size(32 * WM * WN)
 fn gemm_coop_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, true);
 }
@@ -346,3 +420,13 @@ fn gemm_tall_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgrou
     gemm_tall_tile(lid, wid, true);
 }
 
+
+@compute @workgroup_size(32 * SLICES)
+fn gemm_sliced(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_sliced_tile(lid, wid, false);
+}
+
+@compute @workgroup_size(32 * SLICES)
+fn gemm_sliced_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_sliced_tile(lid, wid, true);
+}
