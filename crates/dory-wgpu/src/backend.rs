@@ -54,6 +54,8 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
+    /// The queries' f16 parts for attention on the tensor cores, grown as steps need.
+    q_parts: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
 }
@@ -65,6 +67,7 @@ impl Wgpu {
             model: model.clone(),
             rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
+            q_parts: Store::new(dev, 16, "query parts")?,
             rope: None,
         })
     }
@@ -282,8 +285,14 @@ impl Backend for Wgpu {
         let slots = Slots::of(&layer.keys);
         // A single row is prepared by attend itself (unless fusing is off).
         let prep = Prep { rope_at, sample };
-        let fused = at.rows == 1 && model.dev.kernels.options.fuse_prep;
-        let pb = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs };
+        let options = &model.dev.kernels.options;
+        let fused = at.rows == 1 && options.fuse_prep;
+        let parts = attend::on_tensor_cores(options, c.head_dim, at.rows, fused);
+        if parts && !grown(&mut self.rec, &mut self.q_parts, prep::parts_len(c, at.rows), "query parts") {
+            return;
+        }
+        let parts = parts.then_some(&self.q_parts);
+        let pb = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs, parts };
         if !fused {
             prep::record(&mut self.rec, c, pb, slots, at, prep);
         }
@@ -291,11 +300,8 @@ impl Backend for Wgpu {
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
         let split = attend::plan(&model.dev.kernels.options, c.kv_heads, c.head_dim, most, at.rows, fused);
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
-        if (self.part.bytes as usize) < 4 * need {
-            match Store::new(&model.dev, 4 * need.next_power_of_two() as u64, "attention partials") {
-                Ok(s) => self.part = s,
-                Err(e) => return self.rec.fail(e),
-            }
+        if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
+            return;
         }
         let gate_scale = &weights.gate_scale;
         let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part };
@@ -436,5 +442,23 @@ impl Backend for Wgpu {
     fn read(&mut self, buf: &GpuBuf, len: usize) -> dory::Result<Vec<f32>> {
         let words = self.rec.submit(Some((&buf.store, 4 * len as u64)))?.unwrap_or_default();
         Ok(words.into_iter().take(len).map(f32::from_bits).collect())
+    }
+}
+
+/// `store` grown to hold `bytes` (to the next power of two); false after an error, which
+/// the recorder then holds.
+fn grown(rec: &mut Recorder, store: &mut Arc<Store>, bytes: usize, what: &str) -> bool {
+    if store.bytes as usize >= bytes {
+        return true;
+    }
+    match Store::new(rec.dev(), bytes.next_power_of_two() as u64, what) {
+        Ok(s) => {
+            *store = s;
+            true
+        }
+        Err(e) => {
+            rec.fail(e);
+            false
+        }
     }
 }

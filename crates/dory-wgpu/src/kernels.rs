@@ -82,6 +82,10 @@ pub const MODULES: &[Module] = &[
     module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
     module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
     module("attend_rows", include_str!("ops/attend_rows.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
+    Module {
+        coop: true,
+        ..module("attend_coop", include_str!("ops/attend_coop.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention])
+    },
     module("combine", include_str!("ops/combine.wgsl"), &[Lib::Attention]),
     module("o1", include_str!("ops/o1.wgsl"), &[Lib::Attention]),
 ];
@@ -166,6 +170,8 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
+    /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them.
+    pub attend_coop: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -188,6 +194,7 @@ impl Options {
     /// by default all), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
+    /// DORY_WGPU_ATTEND_COOP=0 (its blocks without the tensor cores),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them).
@@ -222,6 +229,7 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
+            attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").map_or(true, |v| v != "0"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
@@ -244,6 +252,7 @@ impl Options {
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
+        o.attend_coop &= o.coop && ATTEND_COOP_BYTES <= workgroup_bytes;
         o.coop_slicing.most = [4, 2, 1]
             .into_iter()
             .find(|&n| n <= o.coop_slicing.most.max(1) && slices_workgroup_bytes(n) <= workgroup_bytes)
@@ -362,6 +371,18 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 36,880 bytes, and the
+/// libraries' it does not use, should a driver count them).
+pub const ATTEND_COOP_BYTES: u32 = 36_880 + 1024 + 4096;
+
+/// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
+/// and attend_coop.wgsl.
+#[derive(Clone, Copy, Debug)]
+pub struct AttendCoop {
+    pub prep: KernelId,
+    pub attend: KernelId,
+}
+
 /// The tensor-core GEMM's kernels: x split into f16 parts, then the product (plain, and
 /// times a per-column scale) in blocks of 32 × 64 or 64 × 64.
 #[derive(Clone, Copy, Debug)]
@@ -411,6 +432,8 @@ pub struct Kernels {
     pub prep: KernelId,
     pub attend: KernelId,
     pub attend_rows: KernelId,
+    /// Where the device has tensor cores (`Options::attend_coop`).
+    pub attend_coop: Option<AttendCoop>,
     pub combine: KernelId,
     pub push: KernelId,
     pub combine_sealed: KernelId,
@@ -530,6 +553,10 @@ impl Kernels {
             prep: b.add("prep", "prep", &[]),
             attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
+            attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
+                prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
+                attend: b.add("attend_coop", "attend_coop", &[]),
+            }),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),
             combine_sealed: b.add("o1", "combine_sealed", &[]),

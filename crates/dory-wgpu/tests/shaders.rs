@@ -165,3 +165,24 @@ fn a_few_blocks_take_slices_of_the_inputs() {
     }
     assert_eq!(Options::new(Reduce::Subgroup, true, 16384).coop_slicing.most, 2);
 }
+
+/// attend_coop.wgsl's workgroup memory, every array of its module counted, is what the
+/// options check against the device's limit.
+#[test]
+fn attention_on_tensor_cores_takes_the_workgroup_memory_it_states() {
+    use dory_wgpu::kernels::ATTEND_COOP_BYTES;
+    let m = MODULES.iter().find(|m| m.name == "attend_coop").expect("listed");
+    let text = module_text(m, Reduce::Subgroup);
+    let module = naga::front::wgsl::parse_str(&text).expect("parses");
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).expect("lays out");
+    let bytes: u32 = module
+        .global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, g)| layouter[g.ty].size)
+        .sum();
+    assert_eq!(bytes, ATTEND_COOP_BYTES);
+    assert!(Options::new(Reduce::Subgroup, true, 49152).attend_coop);
+    assert!(!Options::new(Reduce::Subgroup, true, ATTEND_COOP_BYTES - 1).attend_coop);
+}

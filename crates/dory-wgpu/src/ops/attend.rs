@@ -1,5 +1,5 @@
 //! Attention over the cache (`attend.wgsl`, or `attend_rows.wgsl` for a prompt's rows in
-//! blocks), split over chunks of keys when the rows' keys would leave the GPU idle, then
+//! blocks, `attend_coop.wgsl` on the tensor cores), split over chunks of keys when the rows' keys would leave the GPU idle, then
 //! joined (`combine.wgsl`). A single row prepares its query, key and value in the same
 //! dispatch (prep.wgsl's work, for several rows).
 
@@ -136,6 +136,11 @@ pub fn in_blocks(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
     o.attend_rows && !fused && rows > 1 && d <= BLOCK_MAX_D
 }
 
+/// Whether the blocks take attend_coop.wgsl: tensor cores, heads of whole 16-dim tiles.
+pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
+    in_blocks(o, d, rows, fused) && o.attend_coop && d % 16 == 0
+}
+
 /// The split of a step of `rows` rows whose last sees `most` positions, in blocks where
 /// `in_blocks` says so: a block walks the union of its rows' positions, at most BLOCK − 1
 /// more than its last row sees.
@@ -220,10 +225,16 @@ fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
     ]
 }
 
-/// attend_rows.wgsl over the step's blocks of rows.
+/// attend_rows.wgsl, or attend_coop.wgsl where prep left the queries' parts, over the
+/// step's blocks of rows.
 fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
-    let binds = walk_binds(b);
-    let kernel = rec.dev().kernels.attend_rows;
+    let mut binds = walk_binds(b);
+    let mut kernel = rec.dev().kernels.attend_rows;
+    if let (Some(parts), Some(k)) = (b.prep.parts, rec.dev().kernels.attend_coop) {
+        binds[0] = (0, Bind::Buf(parts.clone()));
+        binds.push((7, Bind::Buf(parts.clone())));
+        kernel = k.attend;
+    }
     let kv = c.kv_heads as u32;
     row_batches(a.at.rows.div_ceil(BLOCK), |block0, n| {
         let p = RowsParams { walk: Walk::new(c, a), direct: u32::from(direct), block0, scale: c.attn_scale };

@@ -12,9 +12,8 @@
 // `direct` (one chunk) normalised and gated into z, else each row's maximum, sum and value
 // sums in `part` for combine.wgsl.
 //
-// The block walks the union of its rows' positions (seen.wgsl): the last row's sinks, then
-// from the first row's lo (or the sinks' end) to the last row's position; each row masks
-// the positions it does not see. Prep has written every row's key and value before.
+// The block walks the union of its rows' positions (seen.wgsl's block_walk). Prep has
+// written every row's key and value before.
 
 struct P {
     rows: u32,
@@ -188,10 +187,6 @@ fn finish(r: u32, c: u32, ch: u32, j: u32, run: Run) {
     }
 }
 
-fn sees(sn: Seen, pos: u32, i: u32) -> bool {
-    return i < sn.sinks || (i >= sn.lo && i <= pos);
-}
-
 @compute @workgroup_size(256)
 fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
@@ -203,10 +198,7 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     // Rows past the prompt's end score the last row's again and write nothing.
     let ra = min(r0 + b, last);
     let rb = min(r0 + b + RUNS, last);
-    let first = seen(p.pos0 + r0);
-    let tail = seen(p.pos0 + last);
-    let lo = max(first.lo, tail.sinks);
-    let walk = Seen(tail.sinks, lo, tail.sinks + p.pos0 + last + 1u - lo);
+    let walk = block_walk(r0, last);
     let sa = seen(p.pos0 + ra);
     let sb = seen(p.pos0 + rb);
     let start = min(ch * p.per, walk.n);

@@ -27,12 +27,17 @@ fn join_groups(acc: vec4<f32>, lid: u32, d: u32) -> vec4<f32> {
 // z ← out ⊙ σ(yg ⊙ gate_scale) (spec §4's gate) at dim `dim` of the query heads of KV
 // head c, row r, for the attention output `out` of each (a vec4 of GROUP heads).
 fn gate_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>) {
+    for (var h = 0u; h < GROUP; h = h + 1u) {
+        gate_one(r, c, h, kv_heads, d, dim, out[h]);
+    }
+}
+
+// gate_into_z for query head h of the group alone.
+fn gate_one(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32, out: f32) {
     let kd = kv_heads * d;
     let qd = GROUP * kd;
     // A row of qkvg: H·d + K·d + K·d + H·d.
     let yg = r * (2u * qd + 2u * kd) + qd + 2u * kd;
-    for (var h = 0u; h < GROUP; h = h + 1u) {
-        let at = (GROUP * c + h) * d + dim;
-        z[r * qd + at] = out[h] * sigmoid(qkvg[yg + at] * gate_scale[at]);
-    }
+    let at = (GROUP * c + h) * d + dim;
+    z[r * qd + at] = out * sigmoid(qkvg[yg + at] * gate_scale[at]);
 }

@@ -37,12 +37,25 @@ pub struct PrepBufs<'a> {
     pub v: &'a Arc<Store>,
     /// The query store (a stand-in buffer when `sample` is 0).
     pub qs: &'a Arc<Store>,
+    /// Where the queries' f16 parts go for attend_coop.wgsl (`parts_len`), when it runs.
+    pub parts: Option<&'a Arc<Store>>,
+}
+
+/// Bytes of the queries' parts and their scales for `rows` rows (attend_coop.wgsl's
+/// layout: rows rounded up to its blocks of 16).
+pub fn parts_len(c: &dory::Config, rows: usize) -> usize {
+    let queries = c.heads * rows.next_multiple_of(16);
+    4 * queries * (c.head_dim + 1)
 }
 
 /// Prepares the rows `at` (attend does it itself for a single row).
 pub fn record(rec: &mut Recorder, c: &dory::Config, b: PrepBufs, slots: Slots, at: Rows, prep: Prep) {
     let Prep { rope_at, sample } = prep;
-    let kernel = rec.dev().kernels.prep;
+    let kernels = &rec.dev().kernels;
+    let (kernel, parts) = match (b.parts, kernels.attend_coop) {
+        (Some(parts), Some(k)) => (k.prep, parts.clone()),
+        _ => (kernels.prep, rec.none().clone()),
+    };
     let binds = [
         (0, Bind::Buf(b.qkvg.clone())),
         (1, Bind::Upload),
@@ -51,6 +64,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: PrepBufs, slots: Slots, a
         (4, Bind::Buf(b.k.clone())),
         (5, Bind::Buf(b.v.clone())),
         (6, Bind::Buf(b.qs.clone())),
+        (7, Bind::Buf(parts)),
     ];
     row_batches(at.rows, |row0, n| {
         let p = Params {

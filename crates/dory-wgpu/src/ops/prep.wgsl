@@ -28,8 +28,38 @@ var<immediate> p: P;
 @group(0) @binding(4) var<storage, read_write> kc: array<f32>;
 @group(0) @binding(5) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(6) var<storage, read_write> qs: array<f32>;
+// `prep_parts`: each query's f16 parts for attend_coop.wgsl (its layout there), two halves
+// to a u32, and after them 1/s of each (a stand-in buffer elsewhere).
+@group(0) @binding(7) var<storage, read_write> qa: array<u32>;
 
 const WG: u32 = 64u;
+// 1: `prep_parts`, which writes the queries' parts too.
+override PARTS: u32 = 0u;
+
+// A query head, for its parts.
+var<workgroup> q_sh: array<f32, 256>;
+
+// The parts of query head a of row r (its values in q_sh, `most` their largest
+// magnitude): times s, a power of two that puts `most` in [2¹², 2¹³), hi cut to f16's 11
+// bits by a mask (parts.wgsl says why) and lo = the rest, at query ((a / 4) · rows16 + r) ·
+// 4 + a % 4 of the layout; 1/s after both parts.
+fn put_q_parts(lid: u32, r: u32, a: u32, most: f32) {
+    let d = p.d;
+    let group = p.heads / p.kv_heads;
+    let rows16 = (p.rows + 15u) / 16u * 16u;
+    let halves = p.heads * rows16 * d;
+    let query = ((a / group) * rows16 + r) * group + a % group;
+    let e = clamp(frexp(most).exp, -100, 100);
+    for (var t = lid; 2u * t < d; t = t + WG) {
+        let v = ldexp(vec2<f32>(q_sh[2u * t], q_sh[2u * t + 1u]), vec2<i32>(13 - e));
+        let hi = bitcast<vec2<f32>>(bitcast<vec2<u32>>(v) & vec2<u32>(0xffffe000u));
+        qa[query * d / 2u + t] = pack2x16float(hi);
+        qa[(halves + query * d) / 2u + t] = pack2x16float(v - hi);
+    }
+    if (lid == 0u) {
+        qa[halves + query] = bitcast<u32>(ldexp(1.0, e - 13));
+    }
+}
 
 @compute @workgroup_size(64)
 fn prep(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -65,6 +95,7 @@ fn prep(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (is_q) {
         let qd = p.heads * d;
         let keep = p.sample != 0u && pos % p.sample == 0u;
+        var most = 0.0;
         for (var t = 0u; t < 2u; t = t + 1u) {
             let i = lid + t * WG;
             if (i < half) {
@@ -77,7 +108,16 @@ fn prep(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     qs[pos / p.sample * qd + at] = lo;
                     qs[pos / p.sample * qd + at + half] = hi;
                 }
+                if (PARTS != 0u) {
+                    q_sh[i] = lo;
+                    q_sh[i + half] = hi;
+                    most = max(most, max(abs(lo), abs(hi)));
+                }
             }
+        }
+        if (PARTS != 0u) {
+            // (seg_max4 holds the barrier that makes q_sh whole.)
+            put_q_parts(lid, r, a, seg_max4(vec4<f32>(most), lid, WG).x);
         }
         return;
     }

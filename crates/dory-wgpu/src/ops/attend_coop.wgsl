@@ -1,0 +1,333 @@
+// attend_rows.wgsl's work on the tensor cores: a block of 16 rows' four query heads of one
+// KV head (64 queries) over one chunk of the positions the block sees, in tiles of 32 keys,
+// the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 × 16, f16 in, f32
+// accumulated). Four subgroups of 32, each 16 queries: rows r0 + 4 sg … + 3, heads 0 … 3.
+//
+// The operands in f16 parts, hi + lo keeping ~22 bits, as gemm_coop.wgsl's x; a product of
+// parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that spec §8's bounds
+// hold as with f32 operands:
+// - q: prep.wgsl's `prep_parts` writes each query's parts times a power of two s_q that
+//   puts its largest magnitude in [2¹², 2¹³), and 1/s_q;
+// - k: a unit vector (spec §4), times 2¹² as its tile is staged in workgroup memory;
+// - v: times a power of two per tile, from the tile's largest magnitude (values have no
+//   bound), as it is staged;
+// - the weights p = e^{s − m} ≤ 1, times 2¹².
+// A tile's value sums start from zero in their own accumulators and reach the row's sums
+// through workgroup memory, where each lane undoes the scales and applies the online
+// softmax's rescaling in f32 (a cooperative matrix cannot be scaled by rows).
+//
+// Lane l of a subgroup keeps query l / 2: its softmax over half l % 2 of each tile's keys,
+// and its value sums over half l % 2 of each 16-dim tile (8 dims of each). The result is
+// attend_rows.wgsl's: with `direct` normalised and gated into z, else the partials in
+// `part` for combine.wgsl.
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+struct P {
+    rows: u32,
+    pos0: u32,
+    kv_heads: u32,
+    d: u32,       // a multiple of 16, ≤ 128
+    sinks: u32,
+    cap: u32,
+    window: u32,
+    per: u32,     // positions of the block's walk per chunk
+    chunks: u32,
+    direct: u32,
+    block0: u32,  // first block of this dispatch (grids hold at most 65535 blocks)
+    scale: f32,   // λ
+}
+var<immediate> p: P;
+
+// prep.wgsl's q parts, KV head by KV head ([K][rows16][4][d], hi then lo), and their 1/s_q
+// after them (the same buffer, bound twice).
+@group(0) @binding(0) var<storage, read> qh: array<f16>;
+@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
+@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
+@group(0) @binding(5) var<storage, read_write> z: array<f32>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> qw: array<f32>;
+
+// Keys of a tile.
+const KT: u32 = 32u;
+// The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
+const NONE: f32 = -1.0e30;
+// A tile's keys, then its values, [KT][KS] in halves (rows padded past d so that a
+// fragment's rows do not share banks), hi then lo from KV_LO.
+const KS: u32 = 136u;
+const KV_LO: u32 = KT * KS;
+var<workgroup> kv_sh: array<f16, 8704>;
+// Per subgroup, [16][SS] floats: its scores, then its value sums' tiles, two at a time.
+const SS: u32 = 36u;
+var<workgroup> s_sh: array<f32, 2304>;
+// Per subgroup, [16][PS] halves: its weights' hi, then from P_LO their lo.
+const PS: u32 = 40u;
+const P_LO: u32 = 16u * PS;
+var<workgroup> p_sh: array<f16, 5120>;
+// Each subgroup's largest value magnitude of the tile.
+var<workgroup> vmax_sh: array<f32, 4>;
+
+alias FragA = coop_mat16x16<f16, A>;
+alias FragB = coop_mat16x16<f16, B>;
+alias Acc = coop_mat16x16<f32, C>;
+
+// c + hi_a·hi_b + hi_a·lo_b + lo_a·hi_b
+fn mma3(ah: FragA, al: FragA, bh: FragB, bl: FragB, c: Acc) -> Acc {
+    return coopMultiplyAdd(ah, bh, coopMultiplyAdd(ah, bl, coopMultiplyAdd(al, bh, c)));
+}
+
+// An accumulator of zeros (through s_sh; every invocation of the workgroup calls it).
+fn zero_acc(lid: u32) -> Acc {
+    for (var e = lid; e < 256u; e = e + 128u) {
+        s_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    workgroupBarrier();
+    return zero;
+}
+
+// Invocation lid's pieces of the tile's keys or values (`cache` 0: kc, else vc) from the
+// walk's step t0 on, `count` of them (the rest zero): piece n is dims 4e … 4e + 3 of key j,
+// lid + 128 n = j · d/4 + e.
+fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, cache: u32) -> array<vec4<f32>, 8> {
+    let d4 = p.d / 4u;
+    var f: array<vec4<f32>, 8>;
+    for (var n = 0u; n < 8u; n = n + 1u) {
+        let i = lid + 128u * n;
+        let j = i / d4;
+        var v = vec4<f32>(0.0);
+        if (j < count) {
+            let at = (slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + i % d4;
+            if (cache == 0u) {
+                v = kc[at];
+            } else {
+                v = vc[at];
+            }
+        }
+        f[n] = v;
+    }
+    return f;
+}
+
+// Fetched pieces into kv_sh as f16 parts, times 2^shift.
+fn stage(lid: u32, f: array<vec4<f32>, 8>, shift: i32) {
+    let d4 = p.d / 4u;
+    for (var n = 0u; n < 8u; n = n + 1u) {
+        let i = lid + 128u * n;
+        if (i < KT * d4) {
+            let at = (i / d4) * KS + 4u * (i % d4);
+            let v = ldexp(f[n], vec4<i32>(shift));
+            // hi by a mask (gemm_coop.wgsl's parts.wgsl says why), so that v − hi is exact.
+            let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+            let lo = v - hi;
+            for (var e = 0u; e < 4u; e = e + 1u) {
+                kv_sh[at + e] = f16(hi[e]);
+                kv_sh[KV_LO + at + e] = f16(lo[e]);
+            }
+        }
+    }
+}
+
+// The largest magnitude among every invocation's fetched values, through vmax_sh (read
+// after a barrier that follows this).
+fn note_vmax(lid: u32, f: array<vec4<f32>, 8>) {
+    var most = vec4<f32>(0.0);
+    for (var n = 0u; n < 8u; n = n + 1u) {
+        most = max(most, abs(f[n]));
+    }
+    let m = subgroupMax(max(max(most.x, most.y), max(most.z, most.w)));
+    if (lid % 32u == 0u) {
+        vmax_sh[lid / 32u] = m;
+    }
+}
+
+// The subgroup's scores of the tile (its 16 queries' parts from qa, lo parts ql halves on)
+// into its slice of s_sh, [16 queries][32 keys].
+fn scores(sg: u32, qa: u32, ql: u32, zero: Acc) {
+    let d = p.d;
+    var s0 = zero;
+    var s1 = zero;
+    for (var k = 0u; k < d; k = k + 16u) {
+        let ah = coopLoadT<FragA>(&qh[qa + k], d);
+        let al = coopLoadT<FragA>(&qh[ql + qa + k], d);
+        let bh0 = coopLoad<FragB>(&kv_sh[k], KS);
+        let bl0 = coopLoad<FragB>(&kv_sh[KV_LO + k], KS);
+        let bh1 = coopLoad<FragB>(&kv_sh[16u * KS + k], KS);
+        let bl1 = coopLoad<FragB>(&kv_sh[KV_LO + 16u * KS + k], KS);
+        s0 = mma3(ah, al, bh0, bl0, s0);
+        s1 = mma3(ah, al, bh1, bl1, s1);
+    }
+    let at = sg * 16u * SS;
+    let next = at + 16u;
+    let stride = SS;
+    let t0 = s0;
+    coopStoreT(t0, &s_sh[at], stride);
+    let t1 = s1;
+    coopStoreT(t1, &s_sh[next], stride);
+}
+
+// A query's online softmax: its maximum and sum so far.
+struct Soft {
+    m: f32,
+    l: f32,
+}
+
+// The lane's half of its query's scores of the tile (`seen`: which of its 16 keys the row
+// sees) into weights e^{s − m} times 2¹² in the subgroup's slice of p_sh, as f16 parts, m
+// the new maximum; returns m and the tile's sum of weights.
+fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft) -> vec2<f32> {
+    let q = lane / 2u;
+    let at = sg * 16u * SS + q * SS + 16u * (lane % 2u);
+    var top = NONE;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        if ((seen >> j & 1u) != 0u) {
+            top = max(top, s_sh[at + j] * k_scale);
+        }
+    }
+    top = max(top, subgroupShuffleXor(top, 1u));
+    let m = max(soft.m, top);
+    let to = sg * 16u * PS + q * PS + 16u * (lane % 2u);
+    var sum = 0.0;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        var w = 0.0;
+        if ((seen >> j & 1u) != 0u) {
+            w = exp(s_sh[at + j] * k_scale - m);
+        }
+        sum += w;
+        let v = w * 4096.0;
+        let hi = bitcast<f32>(bitcast<u32>(v) & 0xffffe000u);
+        p_sh[to + j] = f16(hi);
+        p_sh[P_LO + to + j] = f16(v - hi);
+    }
+    sum += subgroupShuffleXor(sum, 1u);
+    return vec2<f32>(m, sum);
+}
+
+// The lane's value sums: o[8 n + i] is dim 16 n + 8 (lane % 2) + i of its query.
+struct Sums {
+    o: array<f32, 64>,
+}
+
+// The tile's value sums of the subgroup's queries (weights in p_sh, values in kv_sh),
+// 16 dims at a time through s_sh, each times `unscale` into the lane's sums.
+fn value_sums(sg: u32, lane: u32, zero: Acc, unscale: f32, sums: Sums) -> Sums {
+    var out = sums;
+    let sa = sg * 16u * SS;
+    let q = lane / 2u;
+    let half = 8u * (lane % 2u);
+    // Tiles n and n + 1 (past d when d/16 is odd: computed from columns of kv_sh past the
+    // values, and not read; naga 30 wants no cooperative product under a condition on a
+    // variable).
+    for (var n = 0u; 16u * n < p.d; n = n + 2u) {
+        value_tile(sg, n, zero, sa);
+        value_tile(sg, n + 1u, zero, sa + 16u);
+        workgroupBarrier();
+        for (var m = n; m < n + 2u && 16u * m < p.d; m = m + 1u) {
+            for (var i = 0u; i < 8u; i = i + 1u) {
+                out.o[8u * m + i] += s_sh[sa + q * SS + 16u * (m - n) + half + i] * unscale;
+            }
+        }
+        workgroupBarrier();
+    }
+    return out;
+}
+
+// Tile n (dims 16 n …) of the subgroup's value sums into s_sh from `at`, [16][SS].
+fn value_tile(sg: u32, n: u32, zero: Acc, at: u32) {
+    let pa = sg * 16u * PS;
+    var acc = zero;
+    for (var ks = 0u; ks < KT; ks = ks + 16u) {
+        let ph = coopLoadT<FragA>(&p_sh[pa + ks], PS);
+        let pl = coopLoadT<FragA>(&p_sh[pa + P_LO + ks], PS);
+        let vh = coopLoadT<FragB>(&kv_sh[ks * KS + 16u * n], KS);
+        let vl = coopLoadT<FragB>(&kv_sh[KV_LO + ks * KS + 16u * n], KS);
+        acc = mma3(ph, pl, vh, vl, acc);
+    }
+    let t = acc;
+    let stride = SS;
+    coopStoreT(t, &s_sh[at], stride);
+}
+
+// The lane's query's result: normalised and gated into z, or its partials for the
+// combine.
+fn finish(r: u32, c: u32, g: u32, ch: u32, lane: u32, soft: Soft, sums: Sums) {
+    let half = 8u * (lane % 2u);
+    let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
+    if (p.direct == 0u && half == 0u) {
+        part[base][g] = soft.m;
+        part[base + 1u][g] = soft.l;
+    }
+    for (var n = 0u; 16u * n < p.d; n = n + 1u) {
+        for (var i = 0u; i < 8u; i = i + 1u) {
+            let dim = 16u * n + half + i;
+            if (p.direct != 0u) {
+                gate_one(r, c, g, p.kv_heads, p.d, dim, sums.o[8u * n + i] / soft.l);
+            } else {
+                part[base + 2u + dim][g] = sums.o[8u * n + i];
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(128)
+fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let ch = wid.x;
+    let c = wid.y;
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let r0 = (wid.z + p.block0) * 16u;
+    let last = min(r0 + 16u, p.rows) - 1u;
+    let walk = block_walk(r0, last);
+    let start = min(ch * p.per, walk.n);
+    let end = min(start + p.per, walk.n);
+    // The lane's query: row r0 + 4 sg + q / 4 (past the prompt's end: the last row's mask,
+    // and nothing written), head q % 4.
+    let q = lane / 2u;
+    let rq = r0 + 4u * sg + q / 4u;
+    let row = min(rq, last);
+    let sn = seen(p.pos0 + row);
+    let rows16 = (p.rows + 15u) / 16u * 16u;
+    let queries = GROUP * p.kv_heads * rows16;
+    let qa = ((c * rows16 + r0 + 4u * sg) * GROUP) * p.d;
+    let k_scale = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
+    let zero = zero_acc(lid);
+    var soft = Soft(NONE, 0.0);
+    var sums: Sums;
+    for (var i = 0u; i < 64u; i = i + 1u) {
+        sums.o[i] = 0.0;
+    }
+    for (var t0 = start; t0 < end; t0 = t0 + KT) {
+        let count = min(KT, end - t0);
+        stage(lid, fetch(lid, c, walk, t0, count, 0u), 12);
+        let vals = fetch(lid, c, walk, t0, count, 1u);
+        note_vmax(lid, vals);
+        workgroupBarrier();
+        scores(sg, qa, queries * p.d, zero);
+        // The row's keys among the lane's half of the tile.
+        var visible = 0u;
+        for (var j = 0u; j < 16u; j = j + 1u) {
+            let t = 16u * (lane % 2u) + j;
+            let i = walk_at(walk, t0 + t);
+            visible |= select(0u, 1u << j, t < count && sees(sn, p.pos0 + row, i));
+        }
+        workgroupBarrier();
+        let most = max(max(vmax_sh[0], vmax_sh[1]), max(vmax_sh[2], vmax_sh[3]));
+        let e = clamp(frexp(most).exp, -100, 100);
+        stage(lid, vals, 13 - e);
+        let ml = weigh(sg, lane, visible, k_scale, soft);
+        let alpha = exp(soft.m - ml.x);
+        soft = Soft(ml.x, soft.l * alpha + ml.y);
+        for (var i = 0u; i < 64u; i = i + 1u) {
+            sums.o[i] *= alpha;
+        }
+        workgroupBarrier();
+        sums = value_sums(sg, lane, zero, ldexp(1.0, e - 25), sums);
+    }
+    if (rq <= last) {
+        finish(rq, c, q % GROUP, ch, lane, soft, sums);
+    }
+}
