@@ -54,8 +54,10 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
-    /// The queries' f16 parts for attention on the tensor cores, grown as steps need.
+    /// The queries' f16 parts for attention on the tensor cores, and its staged operands,
+    /// grown as steps need.
     q_parts: Arc<Store>,
+    scratch: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
 }
@@ -68,6 +70,7 @@ impl Wgpu {
             rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
             q_parts: Store::new(dev, 16, "query parts")?,
+            scratch: Store::new(dev, 16, "attention scratch")?,
             rope: None,
         })
     }
@@ -303,8 +306,13 @@ impl Backend for Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
+        let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
+        if parts.is_some() && !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch") {
+            return;
+        }
         let gate_scale = &weights.gate_scale;
-        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part };
+        let scratch = parts.is_some().then_some(&self.scratch);
+        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, scratch };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
             _ => None,

@@ -371,9 +371,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 36,880 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 36_880 + 1024 + 4096;
+pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// and attend_coop.wgsl.

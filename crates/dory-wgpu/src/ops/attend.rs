@@ -164,6 +164,18 @@ pub struct AttendBufs<'a> {
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
+    /// attend_coop.wgsl's staged operands (`scratch_len`), where it runs.
+    pub scratch: Option<&'a Arc<Store>>,
+}
+
+/// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
+const SCRATCH_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
+
+/// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
+/// for each workgroup of the largest dispatch.
+pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
+    let blocks = rows.div_ceil(BLOCK).min(u16::MAX as usize);
+    2 * SCRATCH_REGION * split.chunks * kv_heads * blocks
 }
 
 /// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the
@@ -230,9 +242,9 @@ fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
 fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
     let mut binds = walk_binds(b);
     let mut kernel = rec.dev().kernels.attend_rows;
-    if let (Some(parts), Some(k)) = (b.prep.parts, rec.dev().kernels.attend_coop) {
+    if let (Some(parts), Some(scratch), Some(k)) = (b.prep.parts, b.scratch, rec.dev().kernels.attend_coop) {
         binds[0] = (0, Bind::Buf(parts.clone()));
-        binds.push((7, Bind::Buf(parts.clone())));
+        binds.extend([(7, Bind::Buf(parts.clone())), (8, Bind::Buf(scratch.clone()))]);
         kernel = k.attend;
     }
     let kv = c.kv_heads as u32;

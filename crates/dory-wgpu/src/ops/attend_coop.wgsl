@@ -16,6 +16,11 @@
 // through workgroup memory, where each lane undoes the scales and applies the online
 // softmax's rescaling in f32 (a cooperative matrix cannot be scaled by rows).
 //
+// The f16 operands are staged in a region of `scratch` of the workgroup's own, not in
+// workgroup memory: on the H200 a cooperative load from workgroup memory ran many times
+// slower than one from a buffer (a GEMM staged that way ran 3–13× slower, and this
+// kernel so staged 3.5× slower than attend_rows.wgsl: bench/logs/h200-2026-12-03a/call-1).
+//
 // Lane l of a subgroup keeps query l / 2: its softmax over half l % 2 of each tile's keys,
 // and its value sums over half l % 2 of each 16-dim tile (8 dims of each). The result is
 // attend_rows.wgsl's: with `direct` normalised and gated into z, else the partials in
@@ -50,23 +55,20 @@ var<immediate> p: P;
 @group(0) @binding(5) var<storage, read_write> z: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> qw: array<f32>;
+// Each workgroup's staged operands (REGION halves): the tile's keys [KT][d], then its
+// values, hi then lo each, then each subgroup's weights [16][KT], hi then lo.
+@group(0) @binding(8) var<storage, read_write> scratch: array<f16>;
 
 // Keys of a tile.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
-// A tile's keys, then its values, [KT][KS] in halves (rows padded past d so that a
-// fragment's rows do not share banks), hi then lo from KV_LO.
-const KS: u32 = 136u;
-const KV_LO: u32 = KT * KS;
-var<workgroup> kv_sh: array<f16, 8704>;
-// Per subgroup, [16][SS] floats: its scores, then its value sums' tiles, two at a time.
-const SS: u32 = 36u;
-var<workgroup> s_sh: array<f32, 2304>;
-// Per subgroup, [16][PS] halves: its weights' hi, then from P_LO their lo.
-const PS: u32 = 40u;
-const P_LO: u32 = 16u * PS;
-var<workgroup> p_sh: array<f16, 5120>;
+// A workgroup's part of `scratch`, in halves: keys and values of up to 128 dims in two
+// parts each, and four subgroups' weights in two parts.
+const REGION: u32 = 4u * KT * 128u + 4u * 2u * 16u * KT;
+// Per subgroup, [16][SS] floats: its scores (32 columns), then its value sums (d).
+const SS: u32 = 132u;
+var<workgroup> s_sh: array<f32, 8448>;
 // Each subgroup's largest value magnitude of the tile.
 var<workgroup> vmax_sh: array<f32, 4>;
 
@@ -113,20 +115,21 @@ fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, cache: u32) -> array
     return f;
 }
 
-// Fetched pieces into kv_sh as f16 parts, times 2^shift.
-fn stage(lid: u32, f: array<vec4<f32>, 8>, shift: i32) {
+// Fetched pieces into the scratch from `at` ([KT][d], lo KT · d halves on) as f16 parts,
+// times 2^shift.
+fn stage(lid: u32, f: array<vec4<f32>, 8>, shift: i32, at: u32) {
     let d4 = p.d / 4u;
+    let lo = KT * p.d;
     for (var n = 0u; n < 8u; n = n + 1u) {
         let i = lid + 128u * n;
         if (i < KT * d4) {
-            let at = (i / d4) * KS + 4u * (i % d4);
             let v = ldexp(f[n], vec4<i32>(shift));
-            // hi by a mask (gemm_coop.wgsl's parts.wgsl says why), so that v − hi is exact.
+            // hi by a mask (parts.wgsl says why), so that v − hi is exact.
             let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
-            let lo = v - hi;
+            let rest = v - hi;
             for (var e = 0u; e < 4u; e = e + 1u) {
-                kv_sh[at + e] = f16(hi[e]);
-                kv_sh[KV_LO + at + e] = f16(lo[e]);
+                scratch[at + 4u * i + e] = f16(hi[e]);
+                scratch[at + lo + 4u * i + e] = f16(rest[e]);
             }
         }
     }
@@ -145,19 +148,20 @@ fn note_vmax(lid: u32, f: array<vec4<f32>, 8>) {
     }
 }
 
-// The subgroup's scores of the tile (its 16 queries' parts from qa, lo parts ql halves on)
-// into its slice of s_sh, [16 queries][32 keys].
-fn scores(sg: u32, qa: u32, ql: u32, zero: Acc) {
+// The subgroup's scores of the tile (its 16 queries' parts from qa, lo parts ql halves on;
+// the keys' from ka) into its slice of s_sh, [16 queries][32 keys].
+fn scores(sg: u32, qa: u32, ql: u32, ka: u32, zero: Acc) {
     let d = p.d;
+    let kl = ka + KT * d;
     var s0 = zero;
     var s1 = zero;
     for (var k = 0u; k < d; k = k + 16u) {
         let ah = coopLoadT<FragA>(&qh[qa + k], d);
         let al = coopLoadT<FragA>(&qh[ql + qa + k], d);
-        let bh0 = coopLoad<FragB>(&kv_sh[k], KS);
-        let bl0 = coopLoad<FragB>(&kv_sh[KV_LO + k], KS);
-        let bh1 = coopLoad<FragB>(&kv_sh[16u * KS + k], KS);
-        let bl1 = coopLoad<FragB>(&kv_sh[KV_LO + 16u * KS + k], KS);
+        let bh0 = coopLoad<FragB>(&scratch[ka + k], d);
+        let bl0 = coopLoad<FragB>(&scratch[kl + k], d);
+        let bh1 = coopLoad<FragB>(&scratch[ka + 16u * d + k], d);
+        let bl1 = coopLoad<FragB>(&scratch[kl + 16u * d + k], d);
         s0 = mma3(ah, al, bh0, bl0, s0);
         s1 = mma3(ah, al, bh1, bl1, s1);
     }
@@ -177,9 +181,9 @@ struct Soft {
 }
 
 // The lane's half of its query's scores of the tile (`seen`: which of its 16 keys the row
-// sees) into weights e^{s − m} times 2¹² in the subgroup's slice of p_sh, as f16 parts, m
-// the new maximum; returns m and the tile's sum of weights.
-fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft) -> vec2<f32> {
+// sees) into weights e^{s − m} times 2¹² in the scratch from `pa` ([16][KT], lo 16 · KT
+// halves on), as f16 parts, m the new maximum; returns m and the tile's sum of weights.
+fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft, pa: u32) -> vec2<f32> {
     let q = lane / 2u;
     let at = sg * 16u * SS + q * SS + 16u * (lane % 2u);
     var top = NONE;
@@ -190,7 +194,7 @@ fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft) -> vec2<f32> {
     }
     top = max(top, subgroupShuffleXor(top, 1u));
     let m = max(soft.m, top);
-    let to = sg * 16u * PS + q * PS + 16u * (lane % 2u);
+    let to = pa + q * KT + 16u * (lane % 2u);
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
         var w = 0.0;
@@ -200,11 +204,33 @@ fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft) -> vec2<f32> {
         sum += w;
         let v = w * 4096.0;
         let hi = bitcast<f32>(bitcast<u32>(v) & 0xffffe000u);
-        p_sh[to + j] = f16(hi);
-        p_sh[P_LO + to + j] = f16(v - hi);
+        scratch[to + j] = f16(hi);
+        scratch[to + 16u * KT + j] = f16(v - hi);
     }
     sum += subgroupShuffleXor(sum, 1u);
     return vec2<f32>(m, sum);
+}
+
+// The tile's value sums of the subgroup's queries (weights from pa, values from va in the
+// scratch) into its slice of s_sh, [16 queries][d], 16 dims at a time.
+fn value_sums(sg: u32, pa: u32, va: u32, zero: Acc) {
+    let d = p.d;
+    let vl = va + KT * d;
+    let pl = pa + 16u * KT;
+    for (var n = 0u; n < d; n = n + 16u) {
+        var acc = zero;
+        for (var ks = 0u; ks < KT; ks = ks + 16u) {
+            let ah = coopLoadT<FragA>(&scratch[pa + ks], KT);
+            let al = coopLoadT<FragA>(&scratch[pl + ks], KT);
+            let bh = coopLoadT<FragB>(&scratch[va + ks * d + n], d);
+            let bl = coopLoadT<FragB>(&scratch[vl + ks * d + n], d);
+            acc = mma3(ah, al, bh, bl, acc);
+        }
+        let t = acc;
+        let at = sg * 16u * SS + n;
+        let stride = SS;
+        coopStoreT(t, &s_sh[at], stride);
+    }
 }
 
 // The lane's value sums: o[8 n + i] is dim 16 n + 8 (lane % 2) + i of its query.
@@ -212,44 +238,18 @@ struct Sums {
     o: array<f32, 64>,
 }
 
-// The tile's value sums of the subgroup's queries (weights in p_sh, values in kv_sh),
-// 16 dims at a time through s_sh, each times `unscale` into the lane's sums.
-fn value_sums(sg: u32, lane: u32, zero: Acc, unscale: f32, sums: Sums) -> Sums {
+// The lane's sums times alpha plus its dims of the tile's (in s_sh) times `unscale`.
+fn add_tile(sg: u32, lane: u32, alpha: f32, unscale: f32, sums: Sums) -> Sums {
     var out = sums;
-    let sa = sg * 16u * SS;
-    let q = lane / 2u;
-    let half = 8u * (lane % 2u);
-    // Tiles n and n + 1 (past d when d/16 is odd: computed from columns of kv_sh past the
-    // values, and not read; naga 30 wants no cooperative product under a condition on a
-    // variable).
-    for (var n = 0u; 16u * n < p.d; n = n + 2u) {
-        value_tile(sg, n, zero, sa);
-        value_tile(sg, n + 1u, zero, sa + 16u);
-        workgroupBarrier();
-        for (var m = n; m < n + 2u && 16u * m < p.d; m = m + 1u) {
+    let at = sg * 16u * SS + (lane / 2u) * SS + 8u * (lane % 2u);
+    for (var n = 0u; n < 8u; n = n + 1u) {
+        if (16u * n < p.d) {
             for (var i = 0u; i < 8u; i = i + 1u) {
-                out.o[8u * m + i] += s_sh[sa + q * SS + 16u * (m - n) + half + i] * unscale;
+                out.o[8u * n + i] = out.o[8u * n + i] * alpha + s_sh[at + 16u * n + i] * unscale;
             }
         }
-        workgroupBarrier();
     }
     return out;
-}
-
-// Tile n (dims 16 n …) of the subgroup's value sums into s_sh from `at`, [16][SS].
-fn value_tile(sg: u32, n: u32, zero: Acc, at: u32) {
-    let pa = sg * 16u * PS;
-    var acc = zero;
-    for (var ks = 0u; ks < KT; ks = ks + 16u) {
-        let ph = coopLoadT<FragA>(&p_sh[pa + ks], PS);
-        let pl = coopLoadT<FragA>(&p_sh[pa + P_LO + ks], PS);
-        let vh = coopLoadT<FragB>(&kv_sh[ks * KS + 16u * n], KS);
-        let vl = coopLoadT<FragB>(&kv_sh[KV_LO + ks * KS + 16u * n], KS);
-        acc = mma3(ph, pl, vh, vl, acc);
-    }
-    let t = acc;
-    let stride = SS;
-    coopStoreT(t, &s_sh[at], stride);
 }
 
 // The lane's query's result: normalised and gated into z, or its partials for the
@@ -261,13 +261,15 @@ fn finish(r: u32, c: u32, g: u32, ch: u32, lane: u32, soft: Soft, sums: Sums) {
         part[base][g] = soft.m;
         part[base + 1u][g] = soft.l;
     }
-    for (var n = 0u; 16u * n < p.d; n = n + 1u) {
-        for (var i = 0u; i < 8u; i = i + 1u) {
-            let dim = 16u * n + half + i;
-            if (p.direct != 0u) {
-                gate_one(r, c, g, p.kv_heads, p.d, dim, sums.o[8u * n + i] / soft.l);
-            } else {
-                part[base + 2u + dim][g] = sums.o[8u * n + i];
+    for (var n = 0u; n < 8u; n = n + 1u) {
+        if (16u * n < p.d) {
+            for (var i = 0u; i < 8u; i = i + 1u) {
+                let dim = 16u * n + half + i;
+                if (p.direct != 0u) {
+                    gate_one(r, c, g, p.kv_heads, p.d, dim, sums.o[8u * n + i] / soft.l);
+                } else {
+                    part[base + 2u + dim][g] = sums.o[8u * n + i];
+                }
             }
         }
     }
@@ -294,6 +296,10 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let queries = GROUP * p.kv_heads * rows16;
     let qa = ((c * rows16 + r0 + 4u * sg) * GROUP) * p.d;
     let k_scale = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
+    // The workgroup's region of the scratch: keys, values, then this subgroup's weights.
+    let ka = (((wid.z * p.kv_heads) + c) * p.chunks + ch) * REGION;
+    let va = ka + 2u * KT * p.d;
+    let pa = ka + 4u * KT * 128u + sg * 2u * 16u * KT;
     let zero = zero_acc(lid);
     var soft = Soft(NONE, 0.0);
     var sums: Sums;
@@ -302,11 +308,15 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
-        stage(lid, fetch(lid, c, walk, t0, count, 0u), 12);
+        stage(lid, fetch(lid, c, walk, t0, count, 0u), 12, ka);
         let vals = fetch(lid, c, walk, t0, count, 1u);
         note_vmax(lid, vals);
+        storageBarrier();
         workgroupBarrier();
-        scores(sg, qa, queries * p.d, zero);
+        let most = max(max(vmax_sh[0], vmax_sh[1]), max(vmax_sh[2], vmax_sh[3]));
+        let e = clamp(frexp(most).exp, -100, 100);
+        stage(lid, vals, 13 - e, va);
+        scores(sg, qa, queries * p.d, ka, zero);
         // The row's keys among the lane's half of the tile.
         var visible = 0u;
         for (var j = 0u; j < 16u; j = j + 1u) {
@@ -314,18 +324,16 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
             let i = walk_at(walk, t0 + t);
             visible |= select(0u, 1u << j, t < count && sees(sn, p.pos0 + row, i));
         }
+        storageBarrier();
         workgroupBarrier();
-        let most = max(max(vmax_sh[0], vmax_sh[1]), max(vmax_sh[2], vmax_sh[3]));
-        let e = clamp(frexp(most).exp, -100, 100);
-        stage(lid, vals, 13 - e);
-        let ml = weigh(sg, lane, visible, k_scale, soft);
+        let ml = weigh(sg, lane, visible, k_scale, soft, pa);
         let alpha = exp(soft.m - ml.x);
         soft = Soft(ml.x, soft.l * alpha + ml.y);
-        for (var i = 0u; i < 64u; i = i + 1u) {
-            sums.o[i] *= alpha;
-        }
+        storageBarrier();
         workgroupBarrier();
-        sums = value_sums(sg, lane, zero, ldexp(1.0, e - 25), sums);
+        value_sums(sg, pa, va, zero);
+        workgroupBarrier();
+        sums = add_tile(sg, lane, alpha, ldexp(1.0, e - 25), sums);
     }
     if (rq <= last) {
         finish(rq, c, q % GROUP, ch, lane, soft, sums);
