@@ -37,6 +37,8 @@ pub enum Lib {
     Glu,
     /// x's rows cut into f16 parts for the tensor cores (`ops/parts.wgsl`).
     Parts,
+    /// The parameters and bindings of a prompt's attention in blocks (`ops/blocks.wgsl`).
+    Blocks,
 }
 
 impl Lib {
@@ -50,6 +52,7 @@ impl Lib {
             Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
             Lib::Glu => include_str!("ops/glu.wgsl"),
             Lib::Parts => include_str!("ops/parts.wgsl"),
+            Lib::Blocks => include_str!("ops/blocks.wgsl"),
         }
     }
 }
@@ -81,10 +84,14 @@ pub const MODULES: &[Module] = &[
     module("copy", include_str!("ops/copy.wgsl"), &[]),
     module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
     module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
-    module("attend_rows", include_str!("ops/attend_rows.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
+    module("attend_rows", include_str!("ops/attend_rows.wgsl"), &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention]),
     Module {
         coop: true,
-        ..module("attend_coop", include_str!("ops/attend_coop.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention])
+        ..module(
+            "attend_coop",
+            include_str!("ops/attend_coop.wgsl"),
+            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention],
+        )
     },
     module("combine", include_str!("ops/combine.wgsl"), &[Lib::Attention]),
     module("o1", include_str!("ops/o1.wgsl"), &[Lib::Attention]),

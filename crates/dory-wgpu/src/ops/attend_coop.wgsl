@@ -29,31 +29,9 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-struct P {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,       // a multiple of 16, ≤ 128
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,     // positions of the block's walk per chunk
-    chunks: u32,
-    direct: u32,
-    block0: u32,  // first block of this dispatch (grids hold at most 65535 blocks)
-    scale: f32,   // λ
-}
-var<immediate> p: P;
-
 // prep.wgsl's q parts, KV head by KV head ([K][rows16][4][d], hi then lo), and their 1/s_q
 // after them (the same buffer, bound twice).
 @group(0) @binding(0) var<storage, read> qh: array<f16>;
-@group(0) @binding(1) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> vc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> z: array<f32>;
-@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> qw: array<f32>;
 // Each workgroup's staged operands (REGION halves): the tile's keys [KT][d], then its
 // values, hi then lo each, then each subgroup's weights [16][KT], hi then lo.
