@@ -28,7 +28,7 @@
 // buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators in a struct (`Block`), stored as the arguments of a function.
+// hence named accumulators, stored as the arguments of a function.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -77,31 +77,6 @@ fn mma2(hi: FragA, lo: FragA, b: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(lo, b, coopMultiplyAdd(hi, b, c));
 }
 
-// A subgroup's 32 × 64 block of sums: rows 0–15 and 16–31, columns 16 j … 16 j + 15.
-struct Block {
-    c00: Acc,
-    c01: Acc,
-    c02: Acc,
-    c03: Acc,
-    c10: Acc,
-    c11: Acc,
-    c12: Acc,
-    c13: Acc,
-}
-
-// The fragments of one step of 16 inputs into a block: both row tiles' parts, and the four
-// column tiles of W.
-struct Frags {
-    h0: FragA,
-    h1: FragA,
-    l0: FragA,
-    l1: FragA,
-    b0: FragB,
-    b1: FragB,
-    b2: FragB,
-    b3: FragB,
-}
-
 // Where the band of 16 rows of W from j on starts (W in tiles: model.rs's `Matrix::tiled`):
 // a band wholly past the part's last row reads the first instead (what it computes is not
 // written); the last band is filled with rows of zeros.
@@ -109,15 +84,15 @@ fn w_at(j: u32) -> u32 {
     return select(j, 0u, j >= p.rows_w) * p.k16;
 }
 
-// A block of zeros (through c_sh; every invocation of the workgroup calls it).
-fn zero_block(lid: u32) -> Block {
+// An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
+fn zero_acc(lid: u32) -> Acc {
     for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
         c_sh[e] = 0.0;
     }
     workgroupBarrier();
-    let z = coopLoad<Acc>(&c_sh[0], 16u);
+    let zero = coopLoad<Acc>(&c_sh[0], 16u);
     workgroupBarrier();
-    return Block(z, z, z, z, z, z, z, z);
+    return zero;
 }
 
 // Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
@@ -129,21 +104,32 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
     for (var i = 0u; i < 8u; i = i + 1u) {
         let e = lane + 32u * i;
-        put(c_sh[at + e], r0 + e / 16u, j0 + e % 16u, scaled);
+        let r = r0 + e / 16u;
+        let j = j0 + e % 16u;
+        if (r < p.rows && j < p.rows_w) {
+            var v = c_sh[at + e] * (xinv[r] * p.unshift);
+            if (scaled) {
+                v = v * scale[p.row0 + j];
+            }
+            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+        }
     }
     workgroupBarrier();
 }
 
 // The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
-fn emit_block(b: Block, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
-    emit(b.c00, sg, lane, r0, j0, scaled);
-    emit(b.c01, sg, lane, r0, j0 + 16u, scaled);
-    emit(b.c02, sg, lane, r0, j0 + 32u, scaled);
-    emit(b.c03, sg, lane, r0, j0 + 48u, scaled);
-    emit(b.c10, sg, lane, r0 + 16u, j0, scaled);
-    emit(b.c11, sg, lane, r0 + 16u, j0 + 16u, scaled);
-    emit(b.c12, sg, lane, r0 + 16u, j0 + 32u, scaled);
-    emit(b.c13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+fn emit_block(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    emit(t00, sg, lane, r0, j0, scaled);
+    emit(t01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -166,77 +152,135 @@ fn load_b(band: u32, k: u32) -> FragB {
     return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
-// The fragments of inputs k … k + 15 for the row tiles at a0, a1 (r0 · k16) and W's bands w.
-fn frags(a0: u32, a1: u32, w: vec4<u32>, k: u32) -> Frags {
-    return Frags(
-        load_a(a0, k), load_a(a1, k), load_a(p.lo + a0, k), load_a(p.lo + a1, k),
-        load_b(w.x, k), load_b(w.y, k), load_b(w.z, k), load_b(w.w, k),
-    );
-}
-
-// A step of 16 inputs into the block.
-fn mul(c: Block, f: Frags) -> Block {
-    return Block(
-        mma2(f.h0, f.l0, f.b0, c.c00), mma2(f.h0, f.l0, f.b1, c.c01),
-        mma2(f.h0, f.l0, f.b2, c.c02), mma2(f.h0, f.l0, f.b3, c.c03),
-        mma2(f.h1, f.l1, f.b0, c.c10), mma2(f.h1, f.l1, f.b1, c.c11),
-        mma2(f.h1, f.l1, f.b2, c.c12), mma2(f.h1, f.l1, f.b3, c.c13),
-    );
-}
-
-// Inputs k_from … k_to − 1 (whole steps of 16) into the block whose row tiles start at
-// a0, a1 and whose column tiles at W's bands w; with UNROLL = 2 two steps' fragments are
-// loaded before either is multiplied.
-fn block_sums(c: Block, a0: u32, a1: u32, w: vec4<u32>, k_from: u32, k_to: u32) -> Block {
-    var b = c;
-    var k = k_from;
-    if (UNROLL == 2u) {
-        for (; k + 16u < k_to; k = k + 32u) {
-            let f = frags(a0, a1, w, k);
-            let g = frags(a0, a1, w, k + 16u);
-            b = mul(mul(b, f), g);
-        }
-    }
-    for (; k < k_to; k = k + 16u) {
-        b = mul(b, frags(a0, a1, w, k));
-    }
-    return b;
-}
-
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
     // This subgroup's 32 × 64 block of out.
     let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    let zero = zero_acc(lid);
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
     let a0 = r0 * p.k16;
-    let sums = block_sums(zero_block(lid), a0, a0 + 16u * p.k16, w_bands(j0), 0u, p.k16);
-    emit_block(sums, sg, lane, r0, j0, scaled);
+    let a1 = (r0 + 16u) * p.k16;
+    let w = w_bands(j0);
+    var k = 0u;
+    if (UNROLL == 2u) {
+        for (; k + 16u < p.k16; k = k + 32u) {
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+        }
+    }
+    for (; k < p.k16; k = k + 16u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+    }
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
-// A 64 × 64 block per subgroup, as two 32 × 64 blocks that share W's fragments
-// (`gemm_tall`): 12 fragments loaded for every 32 products, where the 32 × 64 block loads 8
-// for 16.
+// A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
+// for every 32 products, where the 32 × 64 block loads 8 for 16.
 fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
     let r0 = wid.y * 64u * WM + 64u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    let zero = zero_acc(lid);
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
+    var c20 = zero;
+    var c21 = zero;
+    var c22 = zero;
+    var c23 = zero;
+    var c30 = zero;
+    var c31 = zero;
+    var c32 = zero;
+    var c33 = zero;
     let a0 = r0 * p.k16;
     let a1 = a0 + 16u * p.k16;
     let a2 = a0 + 32u * p.k16;
     let a3 = a0 + 48u * p.k16;
     let w = w_bands(j0);
-    var top = zero_block(lid);
-    var bottom = top;
     for (var k = 0u; k < p.k16; k = k + 16u) {
-        let f = frags(a0, a1, w, k);
-        let g = Frags(load_a(a2, k), load_a(a3, k), load_a(p.lo + a2, k), load_a(p.lo + a3, k), f.b0, f.b1, f.b2, f.b3);
-        top = mul(top, f);
-        bottom = mul(bottom, g);
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let h2 = load_a(a2, k);
+        let h3 = load_a(a3, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let l2 = load_a(p.lo + a2, k);
+        let l3 = load_a(p.lo + a3, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+        c20 = mma2(h2, l2, b0, c20);
+        c21 = mma2(h2, l2, b1, c21);
+        c22 = mma2(h2, l2, b2, c22);
+        c23 = mma2(h2, l2, b3, c23);
+        c30 = mma2(h3, l3, b0, c30);
+        c31 = mma2(h3, l3, b1, c31);
+        c32 = mma2(h3, l3, b2, c32);
+        c33 = mma2(h3, l3, b3, c33);
     }
-    emit_block(top, sg, lane, r0, j0, scaled);
-    emit_block(bottom, sg, lane, r0 + 32u, j0, scaled);
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+    emit_block(c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, r0 + 32u, j0, scaled);
 }
 
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
@@ -258,15 +302,18 @@ fn stash(t: Acc, slice: u32, i: u32) {
 }
 
 // The block at (r0, j0) as the sum of every slice's.
-fn join_slices(b: Block, slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool) {
-    stash(b.c00, slice, 0u);
-    stash(b.c01, slice, 1u);
-    stash(b.c02, slice, 2u);
-    stash(b.c03, slice, 3u);
-    stash(b.c10, slice, 4u);
-    stash(b.c11, slice, 5u);
-    stash(b.c12, slice, 6u);
-    stash(b.c13, slice, 7u);
+fn join_slices(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    stash(t00, slice, 0u);
+    stash(t01, slice, 1u);
+    stash(t02, slice, 2u);
+    stash(t03, slice, 3u);
+    stash(t10, slice, 4u);
+    stash(t11, slice, 5u);
+    stash(t12, slice, 6u);
+    stash(t13, slice, 7u);
     workgroupBarrier();
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
@@ -285,18 +332,72 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let r0 = wid.y * 32u;
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
+    let end = 16u * ((slice + 1u) * steps / SLICES);
     for (var e = lid; e < 256u; e = e + 32u * SLICES) {
         s_sh[e] = 0.0;
     }
     workgroupBarrier();
-    let z = coopLoad<Acc>(&s_sh[0], 16u);
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
     workgroupBarrier();
-    let zero = Block(z, z, z, z, z, z, z, z);
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
     let a0 = r0 * p.k16;
-    let first = 16u * (slice * steps / SLICES);
-    let past = 16u * ((slice + 1u) * steps / SLICES);
-    let sums = block_sums(zero, a0, a0 + 16u * p.k16, w_bands(j0), first, past);
-    join_slices(sums, slice, lid, r0, j0, scaled);
+    let a1 = (r0 + 16u) * p.k16;
+    let w = w_bands(j0);
+    var k = 16u * (slice * steps / SLICES);
+    if (UNROLL == 2u) {
+        for (; k + 16u < end; k = k + 32u) {
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+        }
+    }
+    for (; k < end; k = k + 16u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+    }
+    join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)
