@@ -2,7 +2,7 @@
 # The GPU benchmark and test run, for the lent H200 (or any machine with a GPU).
 #
 #   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-kernels) and the GPU
-#                              test binary, stripped, into .wgpu-carry/; the Vulkan
+#                              test binary, stripped and gzipped, into .wgpu-carry/; the Vulkan
 #                              loader's .deb into .gl/ (both ignored; carry them)
 #   bench/wgpu_h200.sh run     there, from the repository root: the GPU tests (CI=true:
 #                              no adapter is a failure; again with gemm_tall forced), the floors and kernel timings
@@ -79,6 +79,9 @@ for l in sys.stdin:
     cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
     cp "$test_bin" $carry/gpu-tests
     strip $carry/dory $carry/dory-wgpu-kernels $carry/gpu-tests
+    # Compressed too (unpacked there): with the tree and two other commits' binaries they
+    # must fit one carry of 64 MiB.
+    gzip -f $carry/dory $carry/dory-wgpu-kernels $carry/gpu-tests
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
     # libGLdispatch (libglvnd0); with the loader alone it does not load and wgpu sees no
     # adapter (seen on the H200).
@@ -100,7 +103,7 @@ ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
-# Another commit's binary comes compressed (build REV).
+# The binaries come compressed.
 for f in $carry/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
 # The Vulkan loader (the device README's recipe), and the path the test binary was
 # built at, where it looks for the fixtures and the shipped model.

@@ -177,7 +177,8 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them.
+    /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
+    /// (asked for: not yet faster).
     pub attend_coop: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
@@ -201,7 +202,7 @@ impl Options {
     /// by default all), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_COOP=0 (its blocks without the tensor cores),
+    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them).
@@ -236,7 +237,9 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").map_or(true, |v| v != "0"),
+            // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
+            // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
+            attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };

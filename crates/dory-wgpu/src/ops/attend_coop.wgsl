@@ -284,16 +284,24 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     for (var i = 0u; i < 64u; i = i + 1u) {
         sums.o[i] = 0.0;
     }
+    // Each tile's keys and values are read a tile ahead, so that the reads overlap the
+    // tile before.
+    var keys = fetch(lid, c, walk, start, min(KT, end - start), 0u);
+    var vals = fetch(lid, c, walk, start, min(KT, end - start), 1u);
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
-        stage(lid, fetch(lid, c, walk, t0, count, 0u), 12, ka);
-        let vals = fetch(lid, c, walk, t0, count, 1u);
-        note_vmax(lid, vals);
+        stage(lid, keys, 12, ka);
+        let v = vals;
+        note_vmax(lid, v);
+        if (t0 + KT < end) {
+            keys = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), 0u);
+            vals = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), 1u);
+        }
         storageBarrier();
         workgroupBarrier();
         let most = max(max(vmax_sh[0], vmax_sh[1]), max(vmax_sh[2], vmax_sh[3]));
         let e = clamp(frexp(most).exp, -100, 100);
-        stage(lid, vals, 13 - e, va);
+        stage(lid, v, 13 - e, va);
         scores(sg, qa, queries * p.d, ka, zero);
         // The row's keys among the lane's half of the tile.
         var visible = 0u;
