@@ -172,6 +172,8 @@ pub struct Options {
     pub fuse_split: bool,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,
+    /// The workgroups a prompt's attention in blocks is split to fill (attend.rs).
+    pub block_groups: usize,
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
@@ -200,6 +202,7 @@ impl Options {
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split (or 0: none;
     /// by default all), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
@@ -235,6 +238,7 @@ impl Options {
             fuse_residual: true,
             fuse_split: true,
             attend_per: crate::ops::attend::MIN_PER,
+            block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
@@ -269,6 +273,9 @@ impl Options {
             .unwrap_or(1);
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
+        }
+        if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
+            o.block_groups = (groups as usize).max(1);
         }
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;

@@ -106,7 +106,7 @@ pub struct Split {
 }
 
 /// Workgroups that keep a large GPU busy; fewer chunks when rows already give them.
-const TARGET_GROUPS: usize = 512;
+pub const TARGET_GROUPS: usize = 512;
 /// The fewest keys to a chunk by default (`Options::attend_per`), measured with tiles of 32
 /// and of 64 keys (bench/logs/h200-2026-12-02b, h200-2026-12-02d/call-1).
 pub const MIN_PER: usize = 32;
@@ -118,8 +118,8 @@ pub const MIN_PER: usize = 32;
 /// (decode, tok/s): dory-tiny at ~600 keys 953 with 19 chunks against 881 with 10; the
 /// larger config at ~4,600 keys 213 with 72 chunks against 202 with 128 (at 32k keys √
 /// and the target agree on 128 chunks, as before).
-pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize) -> Split {
-    let want = TARGET_GROUPS.div_ceil(rows * kv_heads).max(1);
+pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: usize) -> Split {
+    let want = groups.div_ceil(rows * kv_heads).max(1);
     let chunks = want.min(most.div_ceil(min_per)).min(most.isqrt()).max(1);
     let per = most.div_ceil(chunks);
     Split { per, chunks: most.div_ceil(per) }
@@ -146,9 +146,9 @@ pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool) -> bool 
 /// more than its last row sees.
 pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
-        split(most + BLOCK - 1, rows.div_ceil(BLOCK), kv_heads, o.attend_per)
+        split(most + BLOCK - 1, rows.div_ceil(BLOCK), kv_heads, o.attend_per, o.block_groups)
     } else {
-        split(most, rows, kv_heads, o.attend_per)
+        split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS)
     }
 }
 
@@ -288,7 +288,7 @@ mod tests {
         for (most, rows, kv, chunks) in
             [(600, 1, 2, 19), (4_640, 1, 4, 68), (32_768, 1, 4, 128), (512, 512, 4, 1), (20, 1, 2, 1)]
         {
-            let s = split(most, rows, kv, MIN_PER);
+            let s = split(most, rows, kv, MIN_PER, TARGET_GROUPS);
             assert_eq!(s.chunks, chunks, "{most} keys");
             assert!(s.per * s.chunks >= most && s.per * (s.chunks - 1) < most, "{s:?} for {most} keys");
         }
