@@ -1,7 +1,8 @@
 //! Attention over the cache (`attend.wgsl`, or `attend_rows.wgsl` for a prompt's rows in
-//! blocks, `attend_coop.wgsl` on the tensor cores), split over chunks of keys when the rows' keys would leave the GPU idle, then
-//! joined (`combine.wgsl`). A single row prepares its query, key and value in the same
-//! dispatch (prep.wgsl's work, for several rows).
+//! blocks, `attend_coop.wgsl` on the tensor cores), split over chunks of keys when the
+//! rows' keys would leave the GPU idle, then joined (`combine.wgsl`). A single row
+//! prepares its query, key and value in the same dispatch (prep.wgsl's work, for several
+//! rows).
 
 use std::sync::Arc;
 
@@ -174,7 +175,7 @@ const SCRATCH_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
 /// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
 /// for each workgroup of the largest dispatch.
 pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
-    let blocks = rows.div_ceil(BLOCK).min(u16::MAX as usize);
+    let blocks = rows.div_ceil(BLOCK).min(super::MAX_GROUPS);
     2 * SCRATCH_REGION * split.chunks * kv_heads * blocks
 }
 
