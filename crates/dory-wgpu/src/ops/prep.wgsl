@@ -2,7 +2,8 @@
 // each KV head k ← N(rope(yk)) and v ← yv written into the layer's cache at the row's
 // slot. One workgroup per (head, row); invocation i rotates the pairs (i, i + d/2) and
 // (i + 64, i + 64 + d/2). Before an O(1) seal it also keeps the query of every position
-// j ≡ 0 (mod sample) in the query store, row j / sample (spec §6).
+// j ≡ 0 (mod sample) in the query store, row j / sample (spec §6). `prep_parts` also writes
+// each query's f16 parts for attend_coop.wgsl.
 
 struct P {
     rows: u32,
