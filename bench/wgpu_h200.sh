@@ -152,15 +152,14 @@ if [ "${2:-}" = sweep ]; then
     fi
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
-    n=0
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
-        n=$((n + 1))
         # The binary and the environment assignment (none for defaults or another binary).
         bin=$dory
         case $sw in bin:*) bin=${sw#bin:} ;; esac
         set_env=$([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw")
         # Each profile: MODEL,WHAT,DEPTH (MODEL tiny or large, WHAT prompt or decode); a bare
-        # depth is the larger model's prompt there.
+        # depth is the larger model's prompt there. All in one file: a device call returns
+        # at most 8.
         for prof in ${SWEEP_PROFILE:-}; do
             case $prof in *,*) ;; *) prof=large,prompt,$prof ;; esac
             IFS=, read -r pm pw pd <<< "$prof"
@@ -168,9 +167,9 @@ if [ "${2:-}" = sweep ]; then
             model=$([ "$pm" = tiny ] && echo models/dory-tiny || echo $large)
             shape=$([ "$pw" = decode ] && echo "--prompt 1 --gen $([ "$pm" = tiny ] && echo 128 || echo 32)" \
                 || echo "--prompt 512 --gen 0")
-            echo "== $sw: $prof" >> "$out/profile_sweep_$n.txt"
+            echo "== $sw: $prof" >> "$out/profile_sweep.txt"
             env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
-                --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep_$n.txt"
+                --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep.txt"
         done
         # SWEEP_KERNELS=1: both models' projections timed alone (default shapes).
         if [ "${SWEEP_KERNELS:-0}" = 1 ] && room 60 "$sw kernels"; then
