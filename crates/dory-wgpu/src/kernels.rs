@@ -266,7 +266,7 @@ impl Options {
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
-        o.attend_coop &= o.coop && ATTEND_COOP_BYTES <= workgroup_bytes;
+        o.attend_coop &= o.attend_coop_fits(workgroup_bytes);
         o.coop_slicing.most = [4, 2, 1]
             .into_iter()
             .find(|&n| n <= o.coop_slicing.most.max(1) && slices_workgroup_bytes(n) <= workgroup_bytes)
@@ -286,6 +286,12 @@ impl Options {
             o.fuse_split = v.contains("split");
         }
         o
+    }
+
+    /// Whether attend_coop.wgsl can run under these options on a device with this much
+    /// workgroup memory (wgpu does not check it).
+    pub fn attend_coop_fits(&self, workgroup_bytes: u32) -> bool {
+        self.coop && ATTEND_COOP_BYTES <= workgroup_bytes
     }
 
     /// The vec4s of x gemv1 can hold: up to 8192 floats, less where the device allows less
@@ -391,6 +397,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
 /// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
 /// libraries' it does not use, should a driver count them).
 pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
+
+/// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
+pub const ATTEND_COOP_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// and attend_coop.wgsl.

@@ -169,10 +169,11 @@ fn a_few_blocks_take_slices_of_the_inputs() {
 }
 
 /// attend_coop.wgsl's workgroup memory, every array of its module counted, is what the
-/// options check against the device's limit.
+/// options check against the device's limit, and its scratch region what the backend
+/// allocates for each workgroup.
 #[test]
-fn attention_on_tensor_cores_takes_the_workgroup_memory_it_states() {
-    use dory_wgpu::kernels::ATTEND_COOP_BYTES;
+fn attention_on_tensor_cores_takes_the_memory_it_states() {
+    use dory_wgpu::kernels::{ATTEND_COOP_BYTES, ATTEND_COOP_REGION};
     let m = MODULES.iter().find(|m| m.name == "attend_coop").expect("listed");
     let text = module_text(m, Reduce::Subgroup);
     let module = naga::front::wgsl::parse_str(&text).expect("parses");
@@ -185,6 +186,11 @@ fn attention_on_tensor_cores_takes_the_workgroup_memory_it_states() {
         .map(|(_, g)| layouter[g.ty].size)
         .sum();
     assert_eq!(bytes, ATTEND_COOP_BYTES);
+    let (_, region) = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some("REGION")).expect("REGION");
+    match module.global_expressions[region.init] {
+        naga::Expression::Literal(naga::Literal::U32(halves)) => assert_eq!(halves as usize, ATTEND_COOP_REGION),
+        ref e => panic!("REGION is not a folded u32: {e:?}"),
+    }
     // Never where the memory is short, even when asked for (DORY_WGPU_ATTEND_COOP=1).
     assert!(!Options::new(Reduce::Subgroup, true, ATTEND_COOP_BYTES - 1).attend_coop);
 }

@@ -11,7 +11,7 @@ use dory::cache::{Keys, Rows};
 
 use super::prep::PrepBufs;
 use super::row_batches;
-use crate::kernels::Options;
+use crate::kernels::{Options, ATTEND_COOP_REGION};
 use crate::record::{Bind, Recorder, Store};
 
 /// Where positions sit in a cache and which ones a row sees, as attend.wgsl reads them.
@@ -169,14 +169,11 @@ pub struct AttendBufs<'a> {
     pub scratch: Option<&'a Arc<Store>>,
 }
 
-/// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
-const SCRATCH_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
-
 /// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
 /// for each workgroup of the largest dispatch.
 pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
     let blocks = rows.div_ceil(BLOCK).min(super::MAX_GROUPS);
-    2 * SCRATCH_REGION * split.chunks * kv_heads * blocks
+    2 * ATTEND_COOP_REGION * split.chunks * kv_heads * blocks
 }
 
 /// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the

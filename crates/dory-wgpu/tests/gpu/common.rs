@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use dory::weights::DType;
 use dory::{Backend, Config, Model};
-use dory_wgpu::kernels::{Gemv1, Options, Slicing, ATTEND_COOP_BYTES};
+use dory_wgpu::kernels::{Gemv1, Options, Slicing};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
@@ -45,7 +45,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // And f16 projections in the other order (rows, or tiles without tensor cores),
             // with a prompt's attention on the tensor cores where the defaults leave it off.
             let o = first.kernels.options;
-            let attend_coop = o.coop && ATTEND_COOP_BYTES <= first.caps.workgroup_bytes;
+            let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
             let other = Options { tiles: !o.tiles, attend_coop, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
