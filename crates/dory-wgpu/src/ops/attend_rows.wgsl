@@ -6,7 +6,8 @@
 // One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
 // holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
 // (each piece of the key read once for eight queries), then sums the tile's values into
-// dims 4j … 4j + 3 of both (each value read once for both). The softmax is online, as in
+// dims 4e … 4e + 3 of both (each value read once for both; a narrow head's dims share the
+// run's invocations, each with every `groups`-th key: see `groups`). The softmax is online, as in
 // attend.wgsl; its sums come from the weights each invocation reads for the value sums,
 // so a tile needs one reduction per row (the maximum). The result is attend.wgsl's: with
 // `direct` (one chunk) normalised and gated into z, else each row's maximum, sum and value
@@ -141,27 +142,38 @@ fn value(t: u32, c: u32, j: u32) -> vec4<f32> {
     return vc[(s_sh[t] * p.kv_heads + c) * (p.d / 4u) + j];
 }
 
-// Four keys' weights (w_sh from `at`) and values into a row's run.
-fn add4(run: Run, at: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> Run {
-    return add(add(add(add(run, w_sh[at], v0), w_sh[at + 1u], v1), w_sh[at + 2u], v2), w_sh[at + 3u], v3);
+// Four keys' weights (w_sh from `at`, `step` apart) and values into a row's run.
+fn add4(run: Run, at: u32, step: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> Run {
+    let r = add(add(run, w_sh[at], v0), w_sh[at + step], v1);
+    return add(add(r, w_sh[at + 2u * step], v2), w_sh[at + 3u * step], v3);
+}
+
+// A row's run summed over the `groups` invocations that shared its keys (every invocation
+// must call it: it reduces).
+fn join_keys(run: Run, lid: u32, groups: u32) -> Run {
+    let l = seg_sum4(run.l, lid, groups);
+    let a0 = seg_sum4(run.a0, lid, groups);
+    let a1 = seg_sum4(run.a1, lid, groups);
+    let a2 = seg_sum4(run.a2, lid, groups);
+    return Run(run.m, l, a0, a1, a2, seg_sum4(run.a3, lid, groups));
 }
 
 // A row's result: normalised and gated into z, or its partials for the combine.
-fn finish(r: u32, c: u32, ch: u32, j: u32, run: Run) {
+fn finish(r: u32, c: u32, ch: u32, e: u32, run: Run) {
     let acc = array<vec4<f32>, 4>(run.a0, run.a1, run.a2, run.a3);
     if (p.direct != 0u) {
         for (var k = 0u; k < 4u; k = k + 1u) {
-            gate_into_z(r, c, p.kv_heads, p.d, 4u * j + k, acc[k] / run.l);
+            gate_into_z(r, c, p.kv_heads, p.d, 4u * e + k, acc[k] / run.l);
         }
         return;
     }
     let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
-    if (j == 0u) {
+    if (e == 0u) {
         part[base] = run.m;
         part[base + 1u] = run.l;
     }
     for (var k = 0u; k < 4u; k = k + 1u) {
-        part[base + 2u + 4u * j + k] = acc[k];
+        part[base + 2u + 4u * e + k] = acc[k];
     }
 }
 
@@ -188,6 +200,12 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
     var run_b = run_a;
     let d4 = p.d / 4u;
+    // The value sums: invocation j sums dims 4e … 4e + 3 over keys g, g + groups, … of each
+    // tile, where a head of d4 ≤ 16 pieces leaves room for 32 / d4 groups of keys (each
+    // such group's sums joined at the end).
+    let groups = 1u << firstLeadingBit(KT / d4);
+    let e = j / groups;
+    let g = j % groups;
     var next = fetch(lid, c, walk, start, min(KT, end - start));
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
@@ -201,32 +219,36 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
         run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
         workgroupBarrier();
-        if (j < d4) {
+        if (e < d4) {
             // Four keys' values loaded before any is used.
-            var t = 0u;
-            for (; t + 4u <= count; t = t + 4u) {
-                let v0 = value(t, c, j);
-                let v1 = value(t + 1u, c, j);
-                let v2 = value(t + 2u, c, j);
-                let v3 = value(t + 3u, c, j);
-                run_a = add4(run_a, b * KT + t, v0, v1, v2, v3);
-                run_b = add4(run_b, (b + RUNS) * KT + t, v0, v1, v2, v3);
+            var t = g;
+            for (; t + 3u * groups < count; t = t + 4u * groups) {
+                let v0 = value(t, c, e);
+                let v1 = value(t + groups, c, e);
+                let v2 = value(t + 2u * groups, c, e);
+                let v3 = value(t + 3u * groups, c, e);
+                run_a = add4(run_a, b * KT + t, groups, v0, v1, v2, v3);
+                run_b = add4(run_b, (b + RUNS) * KT + t, groups, v0, v1, v2, v3);
             }
-            for (; t < count; t = t + 1u) {
-                let v = value(t, c, j);
+            for (; t < count; t = t + groups) {
+                let v = value(t, c, e);
                 run_a = add(run_a, w_sh[b * KT + t], v);
                 run_b = add(run_b, w_sh[(b + RUNS) * KT + t], v);
             }
         }
         workgroupBarrier();
     }
-    if (j >= d4) {
+    if (groups > 1u) {
+        run_a = join_keys(run_a, lid, groups);
+        run_b = join_keys(run_b, lid, groups);
+    }
+    if (e >= d4 || g != 0u) {
         return;
     }
     if (r0 + b <= last) {
-        finish(ra, c, ch, j, run_a);
+        finish(ra, c, ch, e, run_a);
     }
     if (r0 + b + RUNS <= last) {
-        finish(rb, c, ch, j, run_b);
+        finish(rb, c, ch, e, run_b);
     }
 }
