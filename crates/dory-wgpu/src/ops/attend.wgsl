@@ -79,13 +79,12 @@ var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
 // A slot that no cache has: the row's own key and value, from workgroup memory.
 const OWN: u32 = 0xffffffffu;
 
-// N(rope(y)) of the head at qkvg[src …] (d values), times q_scale[sc …] when `scaled`,
-// by a run of 64 invocations: `lane` holds the pairs (i, i + d/2) for i = lane and lane + 64.
-// Every invocation of the workgroup must call it (it reduces).
-fn prep_head(lane: u32, lid: u32, r: u32, src: u32, scaled: bool, sc: u32) -> array<vec2<f32>, 2> {
+// The raw pairs (i, i + d/2) for i = lane and lane + 64 of the head at qkvg[src …] (d
+// values), rotated when the layer rotates, by a run of 64 invocations: loads only, so that
+// the row's heads are all in flight before the first reduction waits on any.
+fn load_head(lane: u32, r: u32, src: u32) -> array<vec2<f32>, 2> {
     let half = p.d / 2u;
     var y: array<vec2<f32>, 2>;
-    var sq = 0.0;
     for (var t = 0u; t < 2u; t = t + 1u) {
         let i = lane + 64u * t;
         if (i < half) {
@@ -98,22 +97,28 @@ fn prep_head(lane: u32, lid: u32, r: u32, src: u32, scaled: bool, sc: u32) -> ar
                 v = vec2<f32>(x0 * c - x1 * s, x1 * c + x0 * s);
             }
             y[t] = v;
-            sq += dot(v, v);
-        }
-    }
-    let inv = 1.0 / sqrt(seg_sum(sq, lid, 64u) + p.eps);
-    for (var t = 0u; t < 2u; t = t + 1u) {
-        let i = lane + 64u * t;
-        y[t] = y[t] * inv;
-        if (scaled && i < half) {
-            y[t] = y[t] * vec2<f32>(q_scale[sc + i], q_scale[sc + half + i]);
         }
     }
     return y;
 }
 
+// N(y) of a head from load_head, times `scale` (q_scale's pairs, loaded with it; ones for
+// the key). Every invocation of the workgroup must call it (it reduces).
+fn norm_head(lid: u32, y: array<vec2<f32>, 2>, scale: array<vec2<f32>, 2>) -> array<vec2<f32>, 2> {
+    let lane = lid % 64u;
+    var sq = 0.0;
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        if (lane + 64u * t < p.d / 2u) {
+            sq += dot(y[t], y[t]);
+        }
+    }
+    let inv = 1.0 / sqrt(seg_sum(sq, lid, 64u) + p.eps);
+    return array<vec2<f32>, 2>(y[0] * inv * scale[0], y[1] * inv * scale[1]);
+}
+
 // The fused prologue: q_sh, own_k, own_v from qkvg; the cache, q and the query store
-// written by the chunks named above.
+// written by the chunks named above. Every load (the row's query head, key, value, rope and
+// q_scale) is issued before the first reduction.
 fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     let d = p.d;
     let half = d / 2u;
@@ -124,8 +129,23 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     let h = lid / 64u;
     let lane = lid % 64u;
     let a = GROUP * c + h;
-    let yq = prep_head(lane, lid, r, r * width() + a * d, true, a * d);
-    let yk = prep_head(lane, lid, r, r * width() + qd + c * d, false, 0u);
+    let rq = load_head(lane, r, r * width() + a * d);
+    let rk = load_head(lane, r, r * width() + qd + c * d);
+    var qs4: array<vec2<f32>, 2>;
+    var v: array<vec2<f32>, 2>;
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let i = lane + 64u * t;
+        if (i < half) {
+            qs4[t] = vec2<f32>(q_scale[a * d + i], q_scale[a * d + half + i]);
+            if (h == 0u) {
+                let vb = r * width() + qd + kd + c * d;
+                v[t] = vec2<f32>(qkvg[vb + i], qkvg[vb + half + i]);
+            }
+        }
+    }
+    let one = vec2<f32>(1.0);
+    let yq = norm_head(lid, rq, qs4);
+    let yk = norm_head(lid, rk, array<vec2<f32>, 2>(one, one));
     let write_kv = ch + 1u == p.chunks;
     let keep = ch == 0u && p.sample != 0u && pos % p.sample == 0u;
     let slot = slot_of(pos);
@@ -148,16 +168,14 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
             if (h == 0u) {
                 own_k[i / 4u][i % 4u] = yk[t].x;
                 own_k[(i + half) / 4u][(i + half) % 4u] = yk[t].y;
-                let v0 = qkvg[r * width() + qd + kd + c * d + i];
-                let v1 = qkvg[r * width() + qd + kd + c * d + half + i];
-                own_v[i] = v0;
-                own_v[i + half] = v1;
+                own_v[i] = v[t].x;
+                own_v[i + half] = v[t].y;
                 if (write_kv) {
                     let kb = slot * kd + c * d;
                     kc[(kb + i) / 4u][(kb + i) % 4u] = yk[t].x;
                     kc[(kb + half + i) / 4u][(kb + half + i) % 4u] = yk[t].y;
-                    vc[kb + i] = v0;
-                    vc[kb + half + i] = v1;
+                    vc[kb + i] = v[t].x;
+                    vc[kb + half + i] = v[t].y;
                 }
             }
         }
@@ -275,6 +293,11 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let r = wid.z + p.row0;
     let d = p.d;
     let pos = p.pos0 + r;
+    // The gates of a direct result, loaded before the row's waits (dims past d: unused).
+    var g = vec4<f32>(0.0);
+    if (has(DIRECT) && lid < d) {
+        g = gates(r, c, p.kv_heads, d, lid);
+    }
     if (has(FUSED)) {
         prepare(lid, ch, c, r);
     } else {
@@ -296,7 +319,7 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         return;
     }
     if (has(DIRECT)) {
-        gate_into_z(r, c, p.kv_heads, d, lid, acc / run.l);
+        gated_into_z(r, c, p.kv_heads, d, lid, acc / run.l, g);
         return;
     }
     let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + d);

@@ -27,17 +27,39 @@ fn join_groups(acc: vec4<f32>, lid: u32, d: u32) -> vec4<f32> {
 // z ← out ⊙ σ(yg ⊙ gate_scale) (spec §4's gate) at dim `dim` of the query heads of KV
 // head c, row r, for the attention output `out` of each (a vec4 of GROUP heads).
 fn gate_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>) {
+    gated_into_z(r, c, kv_heads, d, dim, out, gates(r, c, kv_heads, d, dim));
+}
+
+// z ← out ⊙ g for the gates g of `gates` (loaded earlier, where the kernel has a wait to
+// hide their loads behind).
+fn gated_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>, g: vec4<f32>) {
+    let qd = GROUP * kv_heads * d;
     for (var h = 0u; h < GROUP; h = h + 1u) {
-        gate_one(r, c, h, kv_heads, d, dim, out[h]);
+        z[r * qd + (GROUP * c + h) * d + dim] = out[h] * g[h];
     }
 }
 
-// gate_into_z for query head h of the group alone.
-fn gate_one(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32, out: f32) {
+// σ(yg ⊙ gate_scale) at dim `dim` of the query heads of KV head c, row r.
+fn gates(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32) -> vec4<f32> {
+    var g: vec4<f32>;
+    for (var h = 0u; h < GROUP; h = h + 1u) {
+        g[h] = gate_of(r, c, h, kv_heads, d, dim);
+    }
+    return g;
+}
+
+// The gate of query head h of the group alone.
+fn gate_of(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32) -> f32 {
     let kd = kv_heads * d;
     let qd = GROUP * kd;
     // A row of qkvg: H·d + K·d + K·d + H·d.
     let yg = r * (2u * qd + 2u * kd) + qd + 2u * kd;
     let at = (GROUP * c + h) * d + dim;
-    z[r * qd + at] = out * sigmoid(qkvg[yg + at] * gate_scale[at]);
+    return sigmoid(qkvg[yg + at] * gate_scale[at]);
+}
+
+// gate_into_z for query head h of the group alone.
+fn gate_one(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32, out: f32) {
+    let qd = GROUP * kv_heads * d;
+    z[r * qd + (GROUP * c + h) * d + dim] = out * gate_of(r, c, h, kv_heads, d, dim);
 }
