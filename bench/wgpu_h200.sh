@@ -14,7 +14,8 @@
 #                              wgpu_*.jsonl and logs; prints a table last.
 #   bench/wgpu_h200.sh run quick   the GPU tests, the kernels in their default shapes, then
 #                              decode and prefill of dory-tiny at depth 0 and of the larger
-#                              model at depths 0 and 4k, and PyTorch at depth 0
+#                              model at depths 0 and 4k, each other carried dory-REV and this
+#                              binary again at depth 0 (an A/B), and PyTorch at depth 0
 #   bench/wgpu_h200.sh run kernels the GPU tests and every kernel shape (dory-wgpu-kernels),
 #                              then what quick runs
 #   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
@@ -341,6 +342,22 @@ if [ -f $large/config.json ]; then
         DORY_WGPU_COOP=0 timeout 60 $dory bench --backend wgpu --model $large --attention exact --depth 0 --reps 1 \
             --prompt 512 --gen 0 --exit none --json | sed 's/"attention":"exact"/"attention":"exact, plain GEMM"/' | tee -a "$bench"
     fi
+fi
+if ((quick)) && ((!ab)) && [ -f $large/config.json ]; then
+    # Each other binary carried (build REV), then this one again: both models at depth 0,
+    # an A/B within the call.
+    for other in $carry/dory-*; do
+        [ -x "$other" ] && [ "$other" != $carry/dory-wgpu-kernels ] || continue
+        for b in "$other" $dory; do
+            tag=$([ "$b" = $dory ] && echo "exact, again" || echo "exact, ${b##*/}")
+            for m in models/dory-tiny $large; do
+                room 40 "$tag on $m" || break 3
+                timeout 40 $b bench --backend wgpu --model $m --attention exact --depth 0 --reps 2 --prompt 512 \
+                    --gen $([ $m = $large ] && echo 64 || echo 128) --exit none --json \
+                    | sed "s/\"attention\":\"exact\"/\"attention\":\"$tag\"/" | tee -a "$bench"
+            done
+        done
+    done
 fi
 if room 150 "the PyTorch reference"; then
     echo "== PyTorch reference"
