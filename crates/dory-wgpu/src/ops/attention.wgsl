@@ -33,10 +33,14 @@ fn gate_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>) 
 // z ← out ⊙ g for the gates g of `gates` (loaded earlier, where the kernel has a wait to
 // hide their loads behind).
 fn gated_into_z(r: u32, c: u32, kv_heads: u32, d: u32, dim: u32, out: vec4<f32>, g: vec4<f32>) {
-    let qd = GROUP * kv_heads * d;
     for (var h = 0u; h < GROUP; h = h + 1u) {
-        z[r * qd + (GROUP * c + h) * d + dim] = out[h] * g[h];
+        z[z_at(r, c, h, kv_heads, d, dim)] = out[h] * g[h];
     }
+}
+
+// Where dim `dim` of query head h of KV head c, row r, sits in z.
+fn z_at(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32) -> u32 {
+    return r * GROUP * kv_heads * d + (GROUP * c + h) * d + dim;
 }
 
 // σ(yg ⊙ gate_scale) at dim `dim` of the query heads of KV head c, row r.
@@ -60,6 +64,5 @@ fn gate_of(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32) -> f32 {
 
 // gate_into_z for query head h of the group alone.
 fn gate_one(r: u32, c: u32, h: u32, kv_heads: u32, d: u32, dim: u32, out: f32) {
-    let qd = GROUP * kv_heads * d;
-    z[r * qd + (GROUP * c + h) * d + dim] = out * gate_of(r, c, h, kv_heads, d, dim);
+    z[z_at(r, c, h, kv_heads, d, dim)] = out * gate_of(r, c, h, kv_heads, d, dim);
 }
