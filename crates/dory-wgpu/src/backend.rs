@@ -451,6 +451,27 @@ impl Backend for Wgpu {
         let words = self.rec.submit(Some((&buf.store, 4 * len as u64)))?.unwrap_or_default();
         Ok(words.into_iter().take(len).map(f32::from_bits).collect())
     }
+
+    /// Not while kernels are timed: each of their submissions waits.
+    fn holds(&self) -> bool {
+        crate::record::ahead() && !self.rec.timed && !self.model.dev.caps.timestamps
+    }
+
+    fn read_begin(&mut self, buf: &GpuBuf, len: usize) {
+        self.rec.read_begin(&buf.store, 4 * len as u64);
+    }
+
+    fn hold(&mut self) {
+        self.rec.hold();
+    }
+
+    fn release(&mut self) -> dory::Result<()> {
+        self.rec.release()
+    }
+
+    fn discard(&mut self) {
+        self.rec.discard();
+    }
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which

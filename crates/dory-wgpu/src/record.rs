@@ -8,6 +8,11 @@
 //! the GPU a gap). Small per-dispatch data (token ids, RoPE
 //! tables, relayout moves) goes into an upload arena written once per submission; bind
 //! groups are created on first use and cached by the buffers they bind.
+//!
+//! Ops can also be held (`hold`): encoded into a command buffer of their own while the
+//! device runs what was submitted before, and submitted at `release`. A decoding step is
+//! recorded so, ahead of its token, while the step before it runs (`Forward::read_last`):
+//! the host's encoding then overlaps the device's work instead of following it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,6 +141,42 @@ pub struct Recorder {
     batch: usize,
     /// Dispatches recorded since the last sync point.
     since_sync: usize,
+    /// Held ops and early reads (boxed: a session's size stays a CPU one's).
+    ahead: Box<Holding>,
+}
+
+/// What `hold` and `read_begin` keep.
+#[derive(Default)]
+struct Holding {
+    /// While ops are held: the unheld commands, uploads and first failure, parked.
+    parked: Option<(Vec<Cmd>, Vec<u32>, Option<dory::Error>)>,
+    /// The held ops, encoded (or their first failure), waiting for `release`.
+    held: Option<dory::Result<Held>>,
+    /// The arena of held ops' uploads (written at their release).
+    upload: Option<Arc<Store>>,
+    /// A read started by `read_begin`.
+    pending: Option<Pending>,
+}
+
+/// Held ops, encoded into a command buffer whose uploads are written as it is released.
+struct Held {
+    buffer: wgpu::CommandBuffer,
+    uploads: Vec<u32>,
+    arena: Arc<Store>,
+}
+
+/// A read on its way: `bytes` of the buffer `store` copied into `staging`, being mapped.
+struct Pending {
+    store: u64,
+    bytes: u64,
+    staging: wgpu::Buffer,
+    mapped: Mapped,
+}
+
+/// Whether ops may be held (`DORY_WGPU_AHEAD=0`: not, to measure what it gains).
+pub fn ahead() -> bool {
+    static AHEAD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AHEAD.get_or_init(|| std::env::var("DORY_WGPU_AHEAD").map_or(true, |v| v != "0"))
 }
 
 /// Workgroups for `n` items, `per` to a workgroup.
@@ -163,6 +204,7 @@ impl Recorder {
             returned: None,
             batch: batch_for(0),
             since_sync: 0,
+            ahead: Box::default(),
         })
     }
 
@@ -178,7 +220,7 @@ impl Recorder {
     /// Called at the start of each op: submits what is recorded once it is a batch, so
     /// that one op's dispatches and uploads always share a submission.
     pub fn begin_op(&mut self) {
-        if self.cmds.len() >= self.batch {
+        if self.ahead.parked.is_none() && self.cmds.len() >= self.batch {
             if let Err(e) = self.submit(None) {
                 self.fail(e);
             }
@@ -290,8 +332,100 @@ impl Recorder {
     }
 
     /// Submits everything recorded, then, with `read`, copies `bytes` of that buffer back
-    /// and waits for them.
+    /// and waits for them; a read of what `read_begin` started only waits.
     pub fn submit(&mut self, read: Option<(&Store, u64)>) -> dory::Result<Option<Vec<u32>>> {
+        self.end_hold();
+        if let Some(p) = self.ahead.pending.take() {
+            let same = read.is_some_and(|(src, bytes)| src.id == p.store && read_bytes(bytes) == p.bytes);
+            let words = self.wait(p)?;
+            if same {
+                return Ok(Some(words));
+            }
+        }
+        let pending = self.send(read, None)?;
+        pending.map(|p| self.wait(p)).transpose()
+    }
+
+    /// Submits everything recorded with `bytes` of `src` copied back after it, and returns
+    /// at once: the next `submit` reading the same waits for the copy.
+    pub fn read_begin(&mut self, src: &Store, bytes: u64) {
+        if let Some(p) = self.ahead.pending.take() {
+            if let Err(e) = self.wait(p) {
+                self.fail(e);
+            }
+        }
+        match self.send(Some((src, bytes)), None) {
+            Ok(p) => self.ahead.pending = p,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Ops recorded from here until the next submission are held: encoded then, and
+    /// submitted at `release` after what is recorded in between.
+    pub fn hold(&mut self) {
+        self.end_hold();
+        self.ahead.held = None;
+        let parked = (std::mem::take(&mut self.cmds), std::mem::take(&mut self.uploads), self.error.take());
+        self.ahead.parked = Some(parked);
+    }
+
+    /// Submits what is recorded, then the held ops.
+    pub fn release(&mut self) -> dory::Result<()> {
+        self.end_hold();
+        let held = self.ahead.held.take().transpose()?;
+        self.send(None, held).map(|_| ())
+    }
+
+    /// Drops the held ops (and their errors) unrun.
+    pub fn discard(&mut self) {
+        if let Some((cmds, uploads, error)) = self.ahead.parked.take() {
+            (self.cmds, self.uploads, self.error) = (cmds, uploads, error);
+        }
+        self.ahead.held = None;
+    }
+
+    /// Ends holding: the held ops are encoded now, while the device runs what came before
+    /// them, and the recording goes on where it was parked.
+    fn end_hold(&mut self) {
+        let Some((cmds, uploads, error)) = self.ahead.parked.take() else { return };
+        let held_cmds = std::mem::replace(&mut self.cmds, cmds);
+        let held_uploads = std::mem::replace(&mut self.uploads, uploads);
+        let held_error = std::mem::replace(&mut self.error, error);
+        self.ahead.held = Some(match held_error {
+            Some(e) => Err(e),
+            None => self.encode_held(&held_cmds, held_uploads),
+        });
+    }
+
+    fn encode_held(&mut self, cmds: &[Cmd], uploads: Vec<u32>) -> dory::Result<Held> {
+        let bytes = 4 * uploads.len() as u64;
+        if self.ahead.upload.as_ref().is_none_or(|u| u.bytes < bytes) {
+            self.ahead.upload = Some(Store::new(&self.dev, bytes.next_power_of_two(), "held uploads")?);
+        }
+        let arena = self.ahead.upload.clone().expect("made above");
+        // The held dispatches bind their own arena, written as they are released.
+        let unheld = self.upload.replace(arena.clone());
+        let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
+        self.upload = unheld;
+        let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
+        encode(&self.dev, &mut enc, cmds, &groups, None, false);
+        Ok(Held { buffer: enc.finish(), uploads, arena })
+    }
+
+    /// Waits for a read's copy and mapping.
+    fn wait(&mut self, p: Pending) -> dory::Result<Vec<u32>> {
+        let host = profile::host().then(Instant::now);
+        let words = wait_mapped(&self.dev.device, &p.staging, p.bytes, &p.mapped);
+        if let Some(t) = host {
+            profile::add_host(Phase::Wait, t.elapsed().as_nanos() as f64);
+            self.returned = Some(Instant::now());
+        }
+        words
+    }
+
+    /// Submits everything recorded, then the held ops `then`; with `read`, `bytes` of that
+    /// buffer are copied back after them and their mapping begun.
+    fn send(&mut self, read: Option<(&Store, u64)>, then: Option<Held>) -> dory::Result<Option<Pending>> {
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();
@@ -321,31 +455,36 @@ impl Recorder {
         encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed);
         lap(Phase::Pass, &mut since);
         let read = read.map(|(src, bytes)| {
-            let bytes = bytes.max(4).next_multiple_of(4);
+            let bytes = read_bytes(bytes);
             let staging = self.staging_for(bytes);
             enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
-            (staging, bytes)
+            (src.id, staging, bytes)
         });
         let buffer = enc.finish();
         lap(Phase::Finish, &mut since);
-        dev.queue.submit([buffer]);
+        match then {
+            Some(held) => {
+                if !held.uploads.is_empty() {
+                    dev.queue.write_buffer(&held.arena.buffer, 0, bytemuck::cast_slice(&held.uploads));
+                }
+                dev.queue.submit([buffer, held.buffer]);
+            }
+            None => {
+                dev.queue.submit([buffer]);
+            }
+        }
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
         }
         drop(cmds);
         self.sweep();
-        let reading = read.is_some();
-        if reading {
+        if read.is_some() {
             self.batch = batch_for(self.since_sync);
             self.since_sync = 0;
         }
-        let words = read.map(|(staging, bytes)| read_mapped(&dev.device, &staging, bytes)).transpose();
-        if reading {
-            lap(Phase::Wait, &mut since);
-        }
         self.returned = since;
-        words
+        Ok(read.map(|(store, staging, bytes)| Pending { store, bytes, mapped: map_begin(&staging, bytes), staging }))
     }
 
     /// Writes this submission's uploads into the arena, grown as needed.
@@ -468,12 +607,31 @@ impl Stamps {
 
 /// Maps `bytes` of a MAP_READ buffer once the queue is done with it, and copies them out.
 pub fn read_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64) -> dory::Result<Vec<u32>> {
+    let mapped = map_begin(staging, bytes);
+    wait_mapped(device, staging, bytes, &mapped)
+}
+
+/// The bytes a read of `bytes` copies: whole words, at least one.
+fn read_bytes(bytes: u64) -> u64 {
+    bytes.max(4).next_multiple_of(4)
+}
+
+type Mapped = std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
+
+/// Asks for `bytes` of `staging` mapped once the queue is done with it.
+fn map_begin(staging: &wgpu::Buffer, bytes: u64) -> Mapped {
     let (tx, rx) = std::sync::mpsc::channel();
     staging.map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
         let _ = tx.send(r);
     });
+    rx
+}
+
+/// Waits for `map_begin`'s mapping and copies the bytes out.
+fn wait_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64, mapped: &Mapped) -> dory::Result<Vec<u32>> {
     device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
-    rx.recv()
+    mapped
+        .recv()
         .map_err(|_| gpu_err("the device dropped a read-back"))?
         .map_err(|e| gpu_err(format!("reading back: {e}")))?;
     let words = {

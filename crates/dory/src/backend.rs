@@ -186,6 +186,30 @@ pub trait Backend {
 
     /// The host's view of `buf[..len]`: waits for every op recorded so far.
     fn read(&mut self, buf: &Self::Buf, len: usize) -> Result<Vec<f32>>;
+
+    /// Whether this backend can hold ops back (`hold`, `release`, `discard`) and start a
+    /// read early (`read_begin`): a GPU's, whose host then encodes the next decoding step
+    /// while the device runs this one instead of after it. The step calls those four only
+    /// where this says yes.
+    fn holds(&self) -> bool {
+        false
+    }
+
+    /// Starts the device on every op recorded, `buf[..len]` copied back after them; the
+    /// next `read` of `buf` waits for that copy.
+    fn read_begin(&mut self, _buf: &Self::Buf, _len: usize) {}
+
+    /// Ops recorded from here until the next `read` are held back: encoded while that
+    /// read waits, run only at `release`, after the ops recorded in between.
+    fn hold(&mut self) {}
+
+    /// Runs what is recorded, then the held ops.
+    fn release(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Drops the held ops unrun.
+    fn discard(&mut self) {}
 }
 
 /// `Backend::swiglu_down` as two ops, SwiGLU into `m` then the down projection: the

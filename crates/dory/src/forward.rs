@@ -87,6 +87,14 @@ pub struct Decoded {
     pub passes: usize,
 }
 
+/// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
+/// up to its first read, after pass `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ahead {
+    pos: usize,
+    first: usize,
+}
+
 /// Working buffers for up to `rows` rows.
 struct Scratch<B> {
     rows: usize,
@@ -117,6 +125,7 @@ pub struct Forward<B: Backend> {
     /// that tests can shift a whole session (spec §3: precise at positions in the
     /// millions); 0 otherwise.
     rope_offset: usize,
+    ahead: Option<Ahead>,
 }
 
 impl<B: Backend> Forward<B> {
@@ -141,6 +150,7 @@ impl<B: Backend> Forward<B> {
             attention,
             fed: false,
             rope_offset: 0,
+            ahead: None,
         };
         f.reset()?;
         Ok(f)
@@ -162,11 +172,13 @@ impl<B: Backend> Forward<B> {
 
     /// Shifts every position the model's math sees by `offset` (see `rope_offset`).
     pub fn set_rope_offset(&mut self, offset: usize) {
+        self.drop_ahead();
         self.rope_offset = offset;
     }
 
     /// Forgets every position: a new session.
     pub fn reset(&mut self) -> Result<()> {
+        self.drop_ahead();
         let sample = self.sample();
         for (i, layer) in self.layers.iter_mut().enumerate() {
             layer.keys = Keys::for_step(layer.kind, self.config.window, 1, sample);
@@ -175,6 +187,11 @@ impl<B: Backend> Forward<B> {
         }
         self.fed = false;
         Ok(())
+    }
+
+    /// The position of a step recorded ahead of its token (`read_last`), if any.
+    pub fn recorded_ahead(&self) -> Option<usize> {
+        self.ahead.map(|a| a.pos)
     }
 
     /// Whether any full layer is sealed.
@@ -231,6 +248,7 @@ impl<B: Backend> Forward<B> {
         if t == 0 {
             return Err(invalid!("a segment needs at least one token"));
         }
+        self.drop_ahead();
         if self.row_by_row(pos0) {
             // After a seal, a segment's rows are decoding steps (all passes, no exit).
             for (r, &id) in ids.iter().enumerate() {
@@ -304,26 +322,26 @@ impl<B: Backend> Forward<B> {
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
-        self.prepare(at, 1, 1)?;
-        let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + pos, 1);
-        let sc = self.scratch.as_mut().expect("prepared");
-        self.backend.embed(&mut sc.x, &[id]);
-        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
-        let mut previous: Option<Vec<f64>> = None;
-        for k in 1..=passes {
-            self.layers_pass(at, &rope);
+        let first = (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes);
+        let ahead = Some(Ahead { pos, first });
+        if self.ahead.is_some() && self.ahead != ahead {
+            self.drop_ahead();
+        }
+        if self.ahead.take().is_some() {
+            let sc = self.scratch.as_mut().expect("prepared ahead");
+            self.backend.embed(&mut sc.x, &[id]);
+            self.backend.release()?;
+        } else {
+            self.prepare(at, 1, 1)?;
             let sc = self.scratch.as_mut().expect("prepared");
-            if k == passes {
-                self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, 1);
-                self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
-                return Ok(Decoded { logits: self.backend.read(&sc.logits, v)?, passes });
-            }
-            if !exit.reads_out(k, passes) {
-                self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
-                continue;
-            }
-            self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
-            self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+            self.backend.embed(&mut sc.x, &[id]);
+            self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+            self.passes_to_read(at, 1, exit);
+        }
+        let mut previous: Option<Vec<f64>> = None;
+        let mut k = first;
+        while k < passes {
+            let sc = self.scratch.as_mut().expect("prepared");
             let logits = self.backend.read(&sc.logits, v)?;
             let logp = exit::log_softmax(&logits);
             if exit.tested(k, passes) && exit.holds(exit.statistic(&logp, previous.as_deref())) {
@@ -331,8 +349,63 @@ impl<B: Backend> Forward<B> {
             }
             previous = Some(logp);
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+            k = self.passes_to_read(at, k + 1, exit);
         }
-        unreachable!("the last pass returns")
+        Ok(Decoded { logits: self.read_last(at, exit)?, passes })
+    }
+
+    /// Records passes `from..` of a decoded row up to its next read: the logits of a
+    /// read-out where `exit` reads out, else of the last pass. Returns the pass read after.
+    fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
+        let passes = self.config.passes;
+        let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
+        for k in from..passes {
+            self.layers_pass(at, &rope);
+            let sc = self.scratch.as_mut().expect("prepared");
+            if exit.reads_out(k, passes) {
+                self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
+                self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+                return k;
+            }
+            self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
+        }
+        self.layers_pass(at, &rope);
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, 1);
+        self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+        passes
+    }
+
+    /// The last read of a decoded row. Where the backend holds ops, the next position's
+    /// step is recorded while the device runs this one, up to its first read and all but
+    /// its token's embedding, so that the host's encoding of a step does not leave the
+    /// device idle: a step that does not come (another segment, a new exit rule, the
+    /// end) is dropped unrun. Not across a seal or after it, whose steps push and export.
+    fn read_last(&mut self, at: Rows, exit: &ExitRule) -> Result<Vec<f32>> {
+        let v = self.config.vocab_size;
+        let next = Rows { pos0: at.pos0 + 1, rows: 1 };
+        if self.backend.holds() && !self.row_by_row(next.pos0) {
+            let sc = self.scratch.as_ref().expect("prepared");
+            self.backend.read_begin(&sc.logits, v);
+            // The caches laid out for the next step now, unheld: what a dropped step leaves
+            // is what any step at that position would.
+            if self.prepare(next, 1, 1).is_ok() {
+                self.backend.hold();
+                let sc = self.scratch.as_mut().expect("prepared");
+                self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+                let first = self.passes_to_read(next, 1, exit);
+                self.ahead = Some(Ahead { pos: next.pos0, first });
+            }
+        }
+        let sc = self.scratch.as_ref().expect("prepared");
+        self.backend.read(&sc.logits, v)
+    }
+
+    /// Drops a step recorded ahead.
+    fn drop_ahead(&mut self) {
+        if self.ahead.take().is_some() {
+            self.backend.discard();
+        }
     }
 
     /// Lays every cache out for a step over `at`, and sizes the scratch for `rows` rows

@@ -27,15 +27,18 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Weight bytes and dispatches of one decoded token (no early exit, after a one-token prompt).
+/// Weight bytes and dispatches of one decoded token (no early exit, after a one-token prompt
+/// and a first token).
 fn per_token(dev: &Arc<GpuDevice>, dir: &str) -> Result<(usize, u64), String> {
     let model = dory::Model::load(&PathBuf::from(dir)).map_err(err)?;
     let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).map_err(err)?;
     let mut session = dory_wgpu::session(&gm, dory::DEFAULT_CHUNK).map_err(err)?;
     session.exit = dory::ExitRule::NONE;
     session.prompt(&[3], false, dory::Want::Last).map_err(err)?;
-    let before = session.forward().backend.dispatches();
+    // The second step: a step records the next one ahead of its token.
     session.step(5 % model.config.vocab_size as u32).map_err(err)?;
+    let before = session.forward().backend.dispatches();
+    session.step(7 % model.config.vocab_size as u32).map_err(err)?;
     Ok((gm.bytes_per_token(model.config.passes), session.forward().backend.dispatches() - before))
 }
 

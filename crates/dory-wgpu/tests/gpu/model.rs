@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use dory::backend::Backend;
 use dory::forward::Attention;
 use dory::testing::fixtures::{cases, replay, Case};
 use dory::weights::DType;
@@ -81,6 +82,43 @@ fn random_models_agree_with_the_cpu() {
                 agree(&format!("{what}, continued"), &mut cpu, &mut gpu, &ids(9, 3), &ids(5, 4), |_| 1e-4);
             }
         }
+    }
+}
+
+#[test]
+fn steps_recorded_ahead_run_or_are_dropped() {
+    // A step records the next one ahead of its token; whatever comes instead (another
+    // exit rule, a prompt, a step the rule ends early, a reset) drops it unrun.
+    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
+    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
+    for dev in devices() {
+        let c = config(64, 2, 16, 96, &["sliding", "full"], 3, 6);
+        let (_dir, model) = random_model(&c, 31, DType::F16);
+        let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+        let mut cpu = cpu_session(&model, 64);
+        let mut gpu = gpu_session(&gm, 64);
+        let what = dev.describe();
+        for (round, exit) in [ExitRule::NONE, never, ExitRule::NONE, always, never].into_iter().enumerate() {
+            (cpu.exit, gpu.exit) = (exit, exit);
+            agree(&format!("{what} round {round}"), &mut cpu, &mut gpu, &ids(5, round as u64), &ids(4, 9), |_| 1e-4);
+            let ahead = gpu.forward().recorded_ahead();
+            let ran_all = exit != always;
+            assert_eq!(ahead.is_some(), ran_all && gpu.forward().backend.holds(), "{what} round {round}: {ahead:?}");
+            assert!(ahead.is_none_or(|p| p == gpu.position()), "{what}: ahead at {ahead:?}");
+        }
+        // A new rule between two steps, with no prompt between them.
+        for (i, exit) in [ExitRule::NONE, never, never, ExitRule::NONE, always, ExitRule::NONE].into_iter().enumerate()
+        {
+            (cpu.exit, gpu.exit) = (exit, exit);
+            let id = ids(1, 40 + i as u64)[0];
+            let (dc, dg) = (cpu.step(id).unwrap(), gpu.step(id).unwrap());
+            assert_eq!(dg.passes, dc.passes, "{what}: rule {i}");
+            check(&format!("{what}: rule {i}"), &dg.logits, &dc.logits, 1e-4);
+        }
+        cpu.reset().unwrap();
+        gpu.reset().unwrap();
+        assert_eq!(gpu.forward().recorded_ahead(), None);
+        agree(&format!("{what} after a reset"), &mut cpu, &mut gpu, &ids(3, 7), &ids(6, 8), |_| 1e-4);
     }
 }
 
