@@ -248,7 +248,6 @@ impl<B: Backend> Forward<B> {
         if t == 0 {
             return Err(invalid!("a segment needs at least one token"));
         }
-        self.drop_ahead();
         if self.row_by_row(pos0) {
             // After a seal, a segment's rows are decoding steps (all passes, no exit).
             for (r, &id) in ids.iter().enumerate() {
@@ -323,15 +322,13 @@ impl<B: Backend> Forward<B> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
         let first = (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes);
-        let ahead = Some(Ahead { pos, first });
-        if self.ahead.is_some() && self.ahead != ahead {
-            self.drop_ahead();
-        }
-        if self.ahead.take().is_some() {
+        if self.ahead == Some(Ahead { pos, first }) {
+            self.ahead = None;
             let sc = self.scratch.as_mut().expect("prepared ahead");
             self.backend.embed(&mut sc.x, &[id]);
             self.backend.release()?;
         } else {
+            // Drops a step recorded ahead for another position or rule.
             self.prepare(at, 1, 1)?;
             let sc = self.scratch.as_mut().expect("prepared");
             self.backend.embed(&mut sc.x, &[id]);
@@ -409,8 +406,10 @@ impl<B: Backend> Forward<B> {
     }
 
     /// Lays every cache out for a step over `at`, and sizes the scratch for `rows` rows
-    /// and `logit_rows` rows of logits.
+    /// and `logit_rows` rows of logits. A step recorded ahead is dropped first: it was
+    /// laid out for itself.
     fn prepare(&mut self, at: Rows, rows: usize, logit_rows: usize) -> Result<()> {
+        self.drop_ahead();
         let sample = self.sample();
         let seal = match &self.attention {
             Attention::O1(o) if self.fed && at.pos0 >= o.seal_at => Some(o.clone()),
