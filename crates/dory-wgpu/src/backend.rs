@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dory::backend::{Backend, Layer, Mat, Mix, Part};
+use dory::backend::{Backend, Edge, Layer, Mat, Mix, Part};
 use dory::cache::{Keys, Near, Rows};
 use dory::nystrom::{Exported, Landmarks};
 
@@ -223,7 +223,15 @@ impl Backend for Wgpu {
     fn mix(&mut self, m: Mix, h: &mut GpuBuf, x: &GpuBuf, s: &mut GpuBuf, rows: usize) {
         self.rec.begin_op();
         let c = &self.model.config;
-        mix::record(&mut self.rec, m, &h.store, &x.store, &s.store, c.hidden, c.eps, rows);
+        mix::record(&mut self.rec, m, [&h.store, &x.store, &s.store], None, (c.hidden, c.eps), rows);
+    }
+
+    fn residual_mix(&mut self, (layer, part): (usize, Part), h: &mut GpuBuf, o: &GpuBuf, e: Edge<GpuBuf>, rows: usize) {
+        self.rec.begin_op();
+        let model = self.model.clone();
+        let (c, alpha) = (&model.config, model.layers[layer].alpha(part));
+        let bufs = [&h.store, &e.x.store, &e.s.store];
+        mix::record(&mut self.rec, e.mix, bufs, Some((&o.store, alpha)), (c.hidden, c.eps), rows);
     }
 
     fn project(&mut self, out: &mut GpuBuf, mat: Mat, x: &GpuBuf, rows: usize) {

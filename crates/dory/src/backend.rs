@@ -27,6 +27,18 @@ pub enum Mix {
     Resume,
 }
 
+impl Mix {
+    /// The edge after pass `k` of `passes`: leaving after the last, else a read-out where
+    /// `read_out` asks for one, else between passes.
+    pub fn after(k: usize, passes: usize, read_out: bool) -> Mix {
+        match (k == passes, read_out) {
+            (true, _) => Mix::Leave,
+            (false, true) => Mix::ReadOut,
+            (false, false) => Mix::Between,
+        }
+    }
+}
+
 /// The projections, fused where they share an input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mat {
@@ -38,6 +50,13 @@ pub enum Mat {
     GateUp(usize),
     /// [rows, F] → [rows, D].
     Down(usize),
+}
+
+/// A loop edge and the buffers it reads and writes besides h: x and s.
+pub struct Edge<'a, B> {
+    pub mix: Mix,
+    pub x: &'a B,
+    pub s: &'a mut B,
 }
 
 /// Which sub-layer a residual closes.
@@ -168,6 +187,20 @@ pub trait Backend {
     ) {
         self.residual(layer, part, h, o, rows);
         self.project(out, mat, h, rows);
+    }
+
+    /// The residual that closes a pass (`part` of its last layer), then the loop's edge
+    /// that follows it: the two ops in a row, which a backend may fuse (the wgpu one does).
+    fn residual_mix(
+        &mut self,
+        (layer, part): (usize, Part),
+        h: &mut Self::Buf,
+        o: &Self::Buf,
+        edge: Edge<'_, Self::Buf>,
+        rows: usize,
+    ) {
+        self.residual(layer, part, h, o, rows);
+        self.mix(edge.mix, h, edge.x, edge.s, rows);
     }
 
     /// out ← head_scale ⊙ (head · h) for the rows `first..first + rows` of h: [rows, V].

@@ -13,7 +13,7 @@
 //! sealed (spec §6) and every later step is a single row that first pushes the position
 //! leaving the window.
 
-use crate::backend::{Backend, Layer, Mat, Mix, Part};
+use crate::backend::{Backend, Edge, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
 use crate::config::{Config, LayerKind, O1};
 use crate::error::{invalid, Result};
@@ -288,19 +288,16 @@ impl<B: Backend> Forward<B> {
                     self.backend.copy_rows(&mut sc.s, 0, carry, first, at.rows, d);
                     self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 }
-                self.layers_pass(at, rope);
+                // Rows carried to the next chunk are read out: s is what they carry.
+                self.layers_pass(at, rope, Mix::after(k, passes, carry.is_some()));
                 let sc = self.scratch.as_mut().expect("prepared");
                 if k < passes {
                     if let Some(carry) = &mut carry {
-                        self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                         self.backend.copy_rows(carry, first, &sc.s, 0, at.rows, d);
-                    } else {
-                        self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                     }
                     progress(1);
                     continue;
                 }
-                self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 let (row, rows) = match want {
                     Want::All => (0, at.rows),
                     Want::Last if c + 1 == chunks => (at.rows - 1, 1),
@@ -356,21 +353,16 @@ impl<B: Backend> Forward<B> {
     fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
         let passes = self.config.passes;
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
-        for k in from..passes {
-            self.layers_pass(at, &rope);
-            let sc = self.scratch.as_mut().expect("prepared");
-            if exit.reads_out(k, passes) {
-                self.backend.mix(Mix::ReadOut, &mut sc.h, &sc.x, &mut sc.s, 1);
+        for k in from..=passes {
+            let edge = Mix::after(k, passes, exit.reads_out(k, passes));
+            self.layers_pass(at, &rope, edge);
+            if edge != Mix::Between {
+                let sc = self.scratch.as_mut().expect("prepared");
                 self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
                 return k;
             }
-            self.backend.mix(Mix::Between, &mut sc.h, &sc.x, &mut sc.s, 1);
         }
-        self.layers_pass(at, &rope);
-        let sc = self.scratch.as_mut().expect("prepared");
-        self.backend.mix(Mix::Leave, &mut sc.h, &sc.x, &mut sc.s, 1);
-        self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
-        passes
+        unreachable!("the last pass leaves")
     }
 
     /// The last read of a decoded row. Where the backend holds ops, the next position's
@@ -466,10 +458,10 @@ impl<B: Backend> Forward<B> {
         Ok(())
     }
 
-    /// One pass of every layer over the rows `at`. Each residual is handed to the op that
-    /// reads its result, the next projection, so that a backend can fuse the two; the last
-    /// layer's MLP residual closes the pass.
-    fn layers_pass(&mut self, at: Rows, rope: &[f32]) {
+    /// One pass of every layer over the rows `at`, then the loop's edge `edge`. Each
+    /// residual is handed to the op that reads its result, the next projection or the
+    /// edge, so that a backend can fuse the two.
+    fn layers_pass(&mut self, at: Rows, rope: &[f32], edge: Mix) {
         let sc = self.scratch.as_mut().expect("prepared");
         let b = &mut self.backend;
         let rows = at.rows;
@@ -486,8 +478,9 @@ impl<B: Backend> Forward<B> {
             b.mlp(i, &mut sc.h, &mut sc.o, &mut sc.gu, &mut sc.m, rows);
             pending = Some((i, Part::Mlp));
         }
-        let (i, part) = pending.expect("a block has a layer");
-        b.residual(i, part, &mut sc.h, &sc.o, rows);
+        let closing = pending.expect("a block has a layer");
+        let edge = Edge { mix: edge, x: &sc.x, s: &mut sc.s };
+        b.residual_mix(closing, &mut sc.h, &sc.o, edge, rows);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The loop's edges (`mix.wgsl`).
+//! The loop's edges (`mix.wgsl`), after a pass's last residual or alone.
 
 use std::sync::Arc;
 
@@ -28,19 +28,25 @@ fn mode(mix: Mix) -> u32 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The edge `mix` over `rows` rows of (h, x, s), after the residual of h with (o, alpha)
+/// where `residual` gives them (one dispatch either way).
 pub fn record(
     rec: &mut Recorder,
     mix: Mix,
-    h: &Arc<Store>,
-    x: &Arc<Store>,
-    s: &Arc<Store>,
-    d: usize,
-    eps: f32,
+    [h, x, s]: [&Arc<Store>; 3],
+    residual: Option<(&Arc<Store>, &Arc<Store>)>,
+    (d, eps): (usize, f32),
     rows: usize,
 ) {
-    let kernel = rec.dev().kernels.mix;
-    let binds = [(0, Bind::Buf(h.clone())), (1, Bind::Buf(x.clone())), (2, Bind::Buf(s.clone()))];
+    let kernels = &rec.dev().kernels;
+    let mut binds = vec![(0, Bind::Buf(h.clone())), (1, Bind::Buf(x.clone())), (2, Bind::Buf(s.clone()))];
+    let kernel = match residual {
+        Some((o, alpha)) => {
+            binds.extend([(3, Bind::Buf(o.clone())), (4, Bind::Buf(alpha.clone()))]);
+            kernels.residual_mix
+        }
+        None => kernels.mix,
+    };
     row_batches(rows, |row0, n| {
         let p = Params { mode: mode(mix), d: d as u32, eps, row0 };
         rec.dispatch(kernel, &binds, &p, [n, 1, 1]);

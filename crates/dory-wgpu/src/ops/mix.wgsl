@@ -3,6 +3,8 @@
 //   0 enter:    s ← x; h ← N(s + x)        1 between: s ← N(h); h ← N(s + x)
 //   2 leave:    h ← N(h)                   3 read-out: s ← N(h); h ← s
 //   4 resume:   h ← N(s + x)
+// `residual_mix` first closes the pass with the nGPT residual (residual.wgsl's, ngpt.wgsl):
+// h ← N(N(h) + alpha ⊙ (N(o) − N(h))), then the edge, in one dispatch.
 
 struct P {
     mode: u32,
@@ -15,6 +17,9 @@ var<immediate> p: P;
 @group(0) @binding(0) var<storage, read_write> h: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> s: array<vec4<f32>>;
+// residual_mix only: the sub-layer output and the residual's alpha.
+@group(0) @binding(3) var<storage, read> o: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> alpha: array<vec4<f32>>;
 
 const WG: u32 = 256u;
 
@@ -36,10 +41,39 @@ fn enter_from_state(base: u32, n: u32, lid: u32) {
     }
 }
 
+// The residual's reads and writes (ngpt.wgsl).
+fn res_h(base: u32, e: u32) -> vec4<f32> {
+    return h[base + e];
+}
+
+fn res_o(base: u32, e: u32) -> vec4<f32> {
+    return o[base + e];
+}
+
+fn res_put(base: u32, e: u32, y: vec4<f32>) {
+    h[base + e] = y;
+}
+
 @compute @workgroup_size(256)
 fn mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
+    mix_row((wid.x + p.row0) * n, n, lid);
+}
+
+@compute @workgroup_size(256)
+fn residual_mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let n = p.d / 4u;
     let base = (wid.x + p.row0) * n;
+    let r = residual_row(base, n, lid, p.eps).z;
+    // Each invocation reads back the part of the row it wrote, as mix_row does after it.
+    for (var e = lid; e < n; e = e + WG) {
+        h[base + e] = h[base + e] * r;
+    }
+    mix_row(base, n, lid);
+}
+
+// The edge p.mode over the row at `base`.
+fn mix_row(base: u32, n: u32, lid: u32) {
     if (p.mode == 0u) {
         for (var e = lid; e < n; e = e + WG) {
             s[base + e] = x[base + e];

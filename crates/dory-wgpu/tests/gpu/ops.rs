@@ -1,6 +1,6 @@
 //! The row-wise ops and projections against the CPU twin.
 
-use dory::backend::{Backend, Mat, Mix, Part};
+use dory::backend::{Backend, Edge, Mat, Mix, Part};
 use dory::testing::rand_vec;
 use dory::weights::DType;
 use dory::Model;
@@ -176,6 +176,20 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                     let n = rows * hidden;
                     check(&name(&format!("mix {mix:?} h"), rows), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
                     check(&name(&format!("mix {mix:?} s"), rows), &gpu.get(&sg, n), &cpu.get(&sc, n), bound);
+                }
+
+                // A pass's last residual and the edge after it (one dispatch on the GPU).
+                for (part, mix) in [(Part::Mlp, Mix::Between), (Part::Attn, Mix::Leave), (Part::Mlp, Mix::ReadOut)] {
+                    let (h, o) = (rand_vec(rows * hidden, seed + 5), rand_vec(rows * hidden, seed + 6));
+                    let (x, s) = (rand_vec(rows * hidden, seed + 1), rand_vec(rows * hidden, seed + 2));
+                    let (mut hc, oc, xc, mut sc) = (cpu.put(&h), cpu.put(&o), cpu.put(&x), cpu.put(&s));
+                    let (mut hg, og, xg, mut sg) = (gpu.put(&h), gpu.put(&o), gpu.put(&x), gpu.put(&s));
+                    cpu.residual_mix((0, part), &mut hc, &oc, Edge { mix, x: &xc, s: &mut sc }, rows);
+                    gpu.residual_mix((0, part), &mut hg, &og, Edge { mix, x: &xg, s: &mut sg }, rows);
+                    let n = rows * hidden;
+                    let what = |b: &str| name(&format!("residual_mix {part:?} {mix:?} {b}"), rows);
+                    check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
+                    check(&what("s"), &gpu.get(&sg, n), &cpu.get(&sc, n), bound);
                 }
 
                 for part in [Part::Attn, Part::Mlp] {
