@@ -33,6 +33,8 @@ pub enum Lib {
     Attention,
     /// The nGPT residual of a row (`ops/ngpt.wgsl`).
     Ngpt,
+    /// Its reads and writes where it runs in place on h (`ops/in_place.wgsl`).
+    InPlace,
     /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
     Glu,
     /// x's rows cut into f16 parts for the tensor cores (`ops/parts.wgsl`).
@@ -50,6 +52,7 @@ impl Lib {
             Lib::Seen => include_str!("ops/seen.wgsl"),
             Lib::Attention => include_str!("ops/attention.wgsl"),
             Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
+            Lib::InPlace => include_str!("ops/in_place.wgsl"),
             Lib::Glu => include_str!("ops/glu.wgsl"),
             Lib::Parts => include_str!("ops/parts.wgsl"),
             Lib::Blocks => include_str!("ops/blocks.wgsl"),
@@ -78,8 +81,8 @@ pub const MODULES: &[Module] = &[
     Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu, Lib::Parts]) },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
     module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
-    module("mix", include_str!("ops/mix.wgsl"), &[Lib::Ngpt]),
-    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt, Lib::Parts]),
+    module("mix", include_str!("ops/mix.wgsl"), &[Lib::Ngpt, Lib::InPlace]),
+    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt, Lib::InPlace, Lib::Parts]),
     module("swiglu", include_str!("ops/swiglu.wgsl"), &[]),
     module("copy", include_str!("ops/copy.wgsl"), &[]),
     module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),

@@ -41,19 +41,6 @@ fn enter_from_state(base: u32, n: u32, lid: u32) {
     }
 }
 
-// The residual's reads and writes (ngpt.wgsl).
-fn res_h(base: u32, e: u32) -> vec4<f32> {
-    return h[base + e];
-}
-
-fn res_o(base: u32, e: u32) -> vec4<f32> {
-    return o[base + e];
-}
-
-fn res_put(base: u32, e: u32, y: vec4<f32>) {
-    h[base + e] = y;
-}
-
 @compute @workgroup_size(256)
 fn mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;

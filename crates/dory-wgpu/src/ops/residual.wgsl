@@ -18,18 +18,6 @@ var<immediate> p: P;
 @group(0) @binding(3) var<storage, read_write> xa: array<vec2<u32>>;
 @group(0) @binding(4) var<storage, read_write> xinv: array<f32>;
 
-fn res_h(base: u32, e: u32) -> vec4<f32> {
-    return h[base + e];
-}
-
-fn res_o(base: u32, e: u32) -> vec4<f32> {
-    return o[base + e];
-}
-
-fn res_put(base: u32, e: u32, y: vec4<f32>) {
-    h[base + e] = y;
-}
-
 @compute @workgroup_size(256)
 fn residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
