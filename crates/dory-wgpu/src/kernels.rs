@@ -33,7 +33,7 @@ pub enum Lib {
     Attention,
     /// The nGPT residual of a row (`ops/ngpt.wgsl`).
     Ngpt,
-    /// Its reads and writes where it runs in place on h (`ops/in_place.wgsl`).
+    /// That residual run in place on h, its reads and writes (`ops/in_place.wgsl`).
     InPlace,
     /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
     Glu,

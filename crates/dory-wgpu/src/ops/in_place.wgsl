@@ -1,5 +1,14 @@
-// The nGPT residual's reads and writes (ngpt.wgsl) where it runs in place on the hidden
-// state: residual.wgsl and mix.wgsl, which bind `h` and `o` under those names.
+// The nGPT residual (ngpt.wgsl) run in place on the hidden state, its reads and writes:
+// residual.wgsl and mix.wgsl, which bind `h` and `o` under those names.
+
+// h ← N(y) over the row at `base`; every invocation of the workgroup (256) must call it.
+// Each invocation scales the part of the row it wrote, and may read it back after.
+fn residual_in_place(base: u32, n: u32, lid: u32, eps: f32) {
+    let r = residual_row(base, n, lid, eps).z;
+    for (var e = lid; e < n; e = e + 256u) {
+        h[base + e] = h[base + e] * r;
+    }
+}
 
 fn res_h(base: u32, e: u32) -> vec4<f32> {
     return h[base + e];

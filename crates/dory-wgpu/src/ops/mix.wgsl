@@ -51,11 +51,7 @@ fn mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
 fn residual_mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
     let base = (wid.x + p.row0) * n;
-    let r = residual_row(base, n, lid, p.eps).z;
-    // Each invocation reads back the part of the row it wrote, as mix_row does after it.
-    for (var e = lid; e < n; e = e + WG) {
-        h[base + e] = h[base + e] * r;
-    }
+    residual_in_place(base, n, lid, p.eps);
     mix_row(base, n, lid);
 }
 

@@ -21,11 +21,7 @@ var<immediate> p: P;
 @compute @workgroup_size(256)
 fn residual(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
-    let base = (wid.x + p.row0) * n;
-    let r = residual_row(base, n, lid, p.eps).z;
-    for (var e = lid; e < n; e = e + 256u) {
-        h[base + e] = h[base + e] * r;
-    }
+    residual_in_place((wid.x + p.row0) * n, n, lid, p.eps);
 }
 
 @compute @workgroup_size(256)
