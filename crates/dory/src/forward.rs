@@ -377,7 +377,8 @@ impl<B: Backend> Forward<B> {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, v);
             // The caches laid out for the next step now, unheld: what a dropped step leaves
-            // is what any step at that position would.
+            // is what any step at that position would. A failure here is that step's, not
+            // this one's: it is not held, and its own decode prepares again and reports it.
             if self.prepare(next, 1, 1).is_ok() {
                 self.backend.hold();
                 let sc = self.scratch.as_mut().expect("prepared");
