@@ -156,6 +156,89 @@ impl Wgpu {
             _ => need,
         }
     }
+
+    /// `Backend::attend`, then with `o` the out projection, which joins a decoded row's
+    /// chunks on the way in where `matmul::combine_fuses` allows (z is then not written).
+    fn attention(
+        &mut self,
+        layer: &mut Layer<GpuCache>,
+        (z, o): (&mut GpuBuf, Option<&mut GpuBuf>),
+        q: &mut GpuBuf,
+        qkvg: &GpuBuf,
+        at: Rows,
+        rope: Option<&[f32]>,
+    ) {
+        self.rec.begin_op();
+        let rope_at = rope.map(|t| self.upload_rope(t));
+        let sample = match layer.keys {
+            Keys::Full { sample: Some(s) } => s,
+            _ => 0,
+        };
+        let model = self.model.clone();
+        let c = &model.config;
+        let weights = &model.layers[layer.index];
+        let cache = &layer.cache;
+        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
+            return self.rec.fail(gpu_err("attend before the cache was laid out"));
+        };
+        let none = self.rec.none().clone();
+        let qs = cache.q.as_ref().unwrap_or(&none);
+        let slots = Slots::of(&layer.keys);
+        // A single row is prepared by attend itself (unless fusing is off).
+        let prep = Prep { rope_at, sample };
+        let options = &model.dev.kernels.options;
+        let fused = at.rows == 1 && options.fuse_prep;
+        let parts = attend::on_tensor_cores(options, c.head_dim, at.rows, fused);
+        if parts && !grown(&mut self.rec, &mut self.q_parts, prep::parts_len(c, at.rows), "query parts") {
+            return;
+        }
+        let parts = parts.then_some(&self.q_parts);
+        let pb = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs, parts };
+        if !fused {
+            prep::record(&mut self.rec, c, pb, slots, at, prep);
+        }
+        // Rows see more positions the later they come: the last row sees the most.
+        let most = layer.keys.visible(at.end() - 1).size_hint().0;
+        let split = attend::plan(&model.dev.kernels.options, c.kv_heads, c.head_dim, most, at.rows, fused);
+        let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
+        if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
+            return;
+        }
+        let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
+        if parts.is_some() && !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch") {
+            return;
+        }
+        let gate_scale = &weights.gate_scale;
+        let scratch = parts.is_some().then_some(&self.scratch);
+        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, scratch };
+        let sealed = match (&layer.keys, &cache.landmarks) {
+            (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
+            _ => None,
+        };
+        let prep = fused.then_some(prep);
+        let w_out = model.matrix(Mat::Out(layer.index));
+        let heads = (c.kv_heads, c.head_dim);
+        let joins = o.is_some()
+            && sealed.is_none()
+            && split.chunks > 1
+            && matmul::combine_fuses(&self.rec, w_out, at.rows, heads, split.chunks);
+        let a = Attend { slots, at, split, join: sealed.is_none() && !joins, prep };
+        attend::record(&mut self.rec, c, &bufs, a);
+        if let Some((near, lm)) = sealed {
+            let far = !near.far(at.pos0).is_empty();
+            o1::combine(&mut self.rec, c, &bufs, lm, split.chunks, far);
+        }
+        let Some(o) = o else { return };
+        let (x, input) = match joins {
+            true => {
+                let (kv_heads, d) = heads;
+                (&self.part, Input::Combine { qkvg: &qkvg.store, gate_scale, kv_heads, d, chunks: split.chunks })
+            }
+            false => (&z.store, Input::Plain),
+        };
+        self.rec.begin_op();
+        matmul::record(&mut self.rec, w_out, x, 0, &o.store, at.rows, input);
+    }
 }
 
 impl Backend for Wgpu {
@@ -278,60 +361,19 @@ impl Backend for Wgpu {
         at: Rows,
         rope: Option<&[f32]>,
     ) {
-        self.rec.begin_op();
-        let rope_at = rope.map(|t| self.upload_rope(t));
-        let sample = match layer.keys {
-            Keys::Full { sample: Some(s) } => s,
-            _ => 0,
-        };
-        let model = self.model.clone();
-        let c = &model.config;
-        let weights = &model.layers[layer.index];
-        let cache = &layer.cache;
-        let (Some(k), Some(v)) = (&cache.k, &cache.v) else {
-            return self.rec.fail(gpu_err("attend before the cache was laid out"));
-        };
-        let none = self.rec.none().clone();
-        let qs = cache.q.as_ref().unwrap_or(&none);
-        let slots = Slots::of(&layer.keys);
-        // A single row is prepared by attend itself (unless fusing is off).
-        let prep = Prep { rope_at, sample };
-        let options = &model.dev.kernels.options;
-        let fused = at.rows == 1 && options.fuse_prep;
-        let parts = attend::on_tensor_cores(options, c.head_dim, at.rows, fused);
-        if parts && !grown(&mut self.rec, &mut self.q_parts, prep::parts_len(c, at.rows), "query parts") {
-            return;
-        }
-        let parts = parts.then_some(&self.q_parts);
-        let pb = prep::PrepBufs { qkvg: &qkvg.store, q_scale: &weights.q_scale, q: &q.store, k, v, qs, parts };
-        if !fused {
-            prep::record(&mut self.rec, c, pb, slots, at, prep);
-        }
-        // Rows see more positions the later they come: the last row sees the most.
-        let most = layer.keys.visible(at.end() - 1).size_hint().0;
-        let split = attend::plan(&model.dev.kernels.options, c.kv_heads, c.head_dim, most, at.rows, fused);
-        let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
-        if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
-            return;
-        }
-        let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
-        if parts.is_some() && !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch") {
-            return;
-        }
-        let gate_scale = &weights.gate_scale;
-        let scratch = parts.is_some().then_some(&self.scratch);
-        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, scratch };
-        let sealed = match (&layer.keys, &cache.landmarks) {
-            (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
-            _ => None,
-        };
-        let prep = fused.then_some(prep);
-        let a = Attend { slots, at, split, join: sealed.is_none(), prep };
-        attend::record(&mut self.rec, c, &bufs, a);
-        if let Some((near, lm)) = sealed {
-            let far = !near.far(at.pos0).is_empty();
-            o1::combine(&mut self.rec, c, &bufs, lm, split.chunks, far);
-        }
+        self.attention(layer, (z, None), q, qkvg, at, rope);
+    }
+
+    fn attend_out(
+        &mut self,
+        layer: &mut Layer<GpuCache>,
+        (z, o): (&mut GpuBuf, &mut GpuBuf),
+        q: &mut GpuBuf,
+        qkvg: &GpuBuf,
+        at: Rows,
+        rope: Option<&[f32]>,
+    ) {
+        self.attention(layer, (z, Some(o)), q, qkvg, at, rope);
     }
 
     fn export(&mut self, cache: &GpuCache, end: usize) -> dory::Result<Exported> {

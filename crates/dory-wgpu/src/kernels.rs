@@ -173,6 +173,9 @@ pub struct Options {
     pub fuse_residual: bool,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
+    /// A decoded row's chunks of attention joined by the out projection (on the way in to
+    /// `gemv.wgsl`) where their partials are at most this many bytes (0: never).
+    pub combine_bytes: usize,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,
     /// The workgroups a prompt's attention in blocks is split to fill (attend.rs).
@@ -203,8 +206,9 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual,split (or 0: none;
-    /// by default all), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
+    /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
+    /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
@@ -240,6 +244,7 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
+            combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
@@ -283,12 +288,23 @@ impl Options {
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;
         }
-        if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
-            o.fuse_prep = v.contains("prep");
-            o.fuse_residual = v.contains("residual");
-            o.fuse_split = v.contains("split");
-        }
+        o.fusion_from_env();
         o
+    }
+
+    /// DORY_WGPU_FUSE and DORY_WGPU_COMBINE_BYTES (`new`).
+    fn fusion_from_env(&mut self) {
+        if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
+            self.fuse_prep = v.contains("prep");
+            self.fuse_residual = v.contains("residual");
+            self.fuse_split = v.contains("split");
+            if !v.contains("combine") {
+                self.combine_bytes = 0;
+            }
+        }
+        if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
+            self.combine_bytes = bytes;
+        }
     }
 
     /// Whether attend_coop.wgsl can run under these options on a device with this much
@@ -444,6 +460,8 @@ pub struct Kernels {
     /// One row whose x is the nGPT residual formed on the way in: [dtype][plain, gate|up
     /// with SwiGLU].
     pub gemv_residual: [[KernelId; 2]; 3],
+    /// One row whose x is a decoded row's attention, its chunks joined on the way in.
+    pub gemv_combine: [KernelId; 3],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; 3],
     pub gemv1_scaled: [KernelId; 3],
@@ -544,6 +562,8 @@ impl Kernels {
             let c = [("DTYPE", dt), ("RES", 1.0)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
+        let gemv_combine =
+            DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
@@ -569,6 +589,7 @@ impl Kernels {
             gemv_swiglu,
             gemv_glu,
             gemv_residual,
+            gemv_combine,
             gemv1,
             gemv1_scaled,
             gemm,

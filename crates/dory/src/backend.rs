@@ -122,6 +122,22 @@ pub trait Backend {
         rope: Option<&[f32]>,
     );
 
+    /// `attend`, then o ← z · outᵀ (`Mat::Out` of the layer): the two ops in a row, which a
+    /// backend may fuse (the wgpu one joins a decoded row's chunks of keys on the way in
+    /// to the projection, leaving z unwritten).
+    fn attend_out(
+        &mut self,
+        layer: &mut Layer<Self::Cache>,
+        (z, o): (&mut Self::Buf, &mut Self::Buf),
+        q: &mut Self::Buf,
+        qkvg: &Self::Buf,
+        at: Rows,
+        rope: Option<&[f32]>,
+    ) {
+        self.attend(layer, z, q, qkvg, at, rope);
+        self.project(o, Mat::Out(layer.index), z, at.rows);
+    }
+
     /// The host's copy of an exact full layer's positions [0, end) and its query store,
     /// for the seal.
     fn export(&mut self, cache: &Self::Cache, end: usize) -> Result<Exported>;

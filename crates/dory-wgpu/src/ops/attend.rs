@@ -97,6 +97,17 @@ struct CombineParams {
     d: u32,
     chunks: u32,
     row0: u32,
+    slice: u32,
+}
+
+/// The dims a workgroup of combine.wgsl joins: 32 where they divide a head, so that a deep
+/// row's many chunks are walked by several workgroups a KV head, each 8 groups of chunks.
+fn combine_slice(d: usize) -> usize {
+    if d % 32 == 0 {
+        32
+    } else {
+        d
+    }
 }
 
 /// How a step's keys are cut: `per` positions to a chunk, `chunks` chunks.
@@ -216,8 +227,15 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
         (3, Bind::Buf(b.z.clone())),
     ];
     row_batches(at.rows, |row0, n| {
-        let p = CombineParams { kv_heads: c.kv_heads as u32, d: c.head_dim as u32, chunks: split.chunks as u32, row0 };
-        rec.dispatch(combine, &binds, &p, [c.kv_heads as u32, n, 1]);
+        let (d, slice) = (c.head_dim, combine_slice(c.head_dim));
+        let p = CombineParams {
+            kv_heads: c.kv_heads as u32,
+            d: d as u32,
+            chunks: split.chunks as u32,
+            row0,
+            slice: slice as u32,
+        };
+        rec.dispatch(combine, &binds, &p, [c.kv_heads as u32, n, (d / slice) as u32]);
     });
 }
 

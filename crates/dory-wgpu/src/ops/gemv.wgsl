@@ -10,20 +10,27 @@
 // norms that every workgroup first reduces (ngpt.wgsl), y held in workgroup memory for its
 // runs to read, the final N applied to the sums; workgroup 0 also writes N(y), the new
 // hidden state, to h_next. That spares the residual its own dispatch where the reductions
-// repeated per workgroup cost less (rows of at most RES_K4 vec4s: matmul.rs).
+// repeated per workgroup cost less (rows of at most RES_K4 vec4s: matmul.rs). With
+// COMBINE = 1 (one row, the out projection), x is the gated attention output that
+// combine.wgsl would have formed from the chunks' partials, bound as x, formed the same
+// way into y_sh; that spares the combine its dispatch where a row's partials are few.
+// Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
+// before, so that the prologue's loads and reductions wait beside those loads.
 // The parameters and bindings 0–3 are matmul.wgsl's.
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
+override COMBINE: u32 = 0u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
 
 const LANES: u32 = 32u;
 
-// RES = 1 only (bound to x, x and a stand-in elsewhere): the sub-layer output, the
-// residual's alpha, and where workgroup 0 writes the new hidden state. Every entry point
+// RES = 1 (bound to x, x and a stand-in elsewhere): the sub-layer output, the residual's
+// alpha, and where workgroup 0 writes the new hidden state; COMBINE = 1: the row of qkvg
+// (its gates) and the gates' scale, and the stand-in. Every entry point
 // reaches all three (wgpu derives a pipeline's layout from what its entry point reaches),
 // so that matmul.rs binds every variant alike.
 @group(0) @binding(4) var<storage, read> o: array<vec4<f32>>;
@@ -32,7 +39,8 @@ const LANES: u32 = 32u;
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
-// y (RES = 1), formed once per workgroup: matmul.rs's RESIDUAL_MAX_K floats.
+// y (RES = 1) or the attention output (COMBINE = 1), formed once per workgroup: matmul.rs's
+// X_SHARED_MAX floats.
 const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
@@ -64,6 +72,59 @@ fn residual_prologue(lid: u32, wid: u32) {
     workgroupBarrier();
 }
 
+// COMBINE = 1: for each KV head c and dim of one row, the four query heads' M = max of the
+// chunks' maxima, out = Σ acc e^{m − M} / Σ l e^{m − M}, times the gates σ(yg ⊙ gate_scale),
+// into y_sh. Each invocation walks its (head, dim)'s chunks alone (a row's partials are at
+// most matmul.rs's COMBINE_MAX_PART bytes), the gates loaded first. Every invocation of the
+// workgroup must call it.
+fn combine_prologue(lid: u32) {
+    let d = p.d;
+    let kd = p.kv_heads * d;
+    // A row of qkvg: H·d + K·d + K·d + H·d; the gates last.
+    let yg = 6u * kd;
+    for (var e = lid; e < kd; e = e + 256u) {
+        let c = e / d;
+        let dim = e % d;
+        var g: vec4<f32>;
+        for (var h = 0u; h < GROUP; h = h + 1u) {
+            let i = (GROUP * c + h) * d + dim;
+            g[h] = sigmoid(o[(yg + i) / 4u][(yg + i) % 4u] * alpha[i / 4u][i % 4u]);
+        }
+        let first = c * p.chunks * (2u + d);
+        var top = vec4<f32>(-3.0e38);
+        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+            top = max(top, x[first + ch * (2u + d)]);
+        }
+        var sum = vec4<f32>(0.0);
+        var acc = vec4<f32>(0.0);
+        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+            let at = first + ch * (2u + d);
+            let s = exp(x[at] - top);
+            sum += x[at + 1u] * s;
+            acc += x[at + 2u + dim] * s;
+        }
+        let out = acc / sum;
+        for (var h = 0u; h < GROUP; h = h + 1u) {
+            let i = (GROUP * c + h) * d + dim;
+            y_sh[i / 4u][i % 4u] = out[h] * g[h];
+        }
+    }
+    workgroupBarrier();
+}
+
+// Query heads per KV head (attention.wgsl's GROUP).
+const GROUP: u32 = 4u;
+
+// x formed in y_sh where the variant forms it; every invocation of the workgroup must call it.
+fn prologue(lid: u32, wid: u32) {
+    if (RES == 1u) {
+        residual_prologue(lid, wid);
+    }
+    if (COMBINE == 1u) {
+        combine_prologue(lid);
+    }
+}
+
 // x[xr0 + r, 8g … 8g + 7], zero past k.
 fn x8(r: u32, g: u32) -> W8 {
     let row = p.xr0 + min(r, p.rows - 1u);
@@ -75,7 +136,7 @@ fn x8(r: u32, g: u32) -> W8 {
         }
         return W8(swiglu4(row, 2u * g, p.k / 4u), hi);
     }
-    if (RES == 1u) {
+    if (RES == 1u || COMBINE == 1u) {
         var hi = vec4<f32>(0.0);
         if (has_hi) {
             hi = y_sh[2u * g + 1u];
@@ -95,27 +156,38 @@ struct Row {
     sums: vec4<f32>,
 }
 
-// Row j of W (this run of 32 invocations') against the rows of x; every invocation of the
-// workgroup must call it (it reduces). Each invocation loads UNROLL pieces of the row
-// before it uses any, so that one round trip to memory brings them all; pieces past the
-// row's end are loaded as its last and weighed 0 (a tail of single loads would cost a
-// round trip each). The pieces are named, not an array: the H200's driver kept an array
-// indexed in a loop in memory, and the kernel ran 3–5× slower.
-fn gemv_row(lid: u32, j: u32) -> Row {
+// Row j of W (this run of 32 invocations') against the rows of x, formed first by the
+// prologue; every invocation of the workgroup must call it (it reduces). Each invocation
+// loads UNROLL pieces of the row before it uses any, so that one round trip to memory
+// brings them all; pieces past the row's end are loaded as its last and weighed 0 (a tail
+// of single loads would cost a round trip each), a row past the matrix as its last and
+// dropped. The pieces are named, not an array: the H200's driver kept an array indexed in
+// a loop in memory, and the kernel ran 3–5× slower.
+fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
     let lane = lid % LANES;
+    let jr = min(j, p.rows_w - 1u);
+    var g = lane;
+    var w0 = load_piece(jr, g);
+    var w1 = load_piece(jr, g + LANES);
+    var w2 = load_piece(jr, g + 2u * LANES);
+    var w3 = load_piece(jr, g + 3u * LANES);
+    prologue(lid, wid);
     var acc = vec4<f32>(0.0);
-    if (j < p.rows_w) {
-        for (var g = lane; g < p.g8; g = g + UNROLL * LANES) {
-            let w0 = load_piece(j, g);
-            let w1 = load_piece(j, g + LANES);
-            let w2 = load_piece(j, g + 2u * LANES);
-            let w3 = load_piece(j, g + 3u * LANES);
-            acc = add_piece(acc, w0, g);
-            acc = add_piece(acc, w1, g + LANES);
-            acc = add_piece(acc, w2, g + 2u * LANES);
-            acc = add_piece(acc, w3, g + 3u * LANES);
+    loop {
+        acc = add_piece(acc, w0, g);
+        acc = add_piece(acc, w1, g + LANES);
+        acc = add_piece(acc, w2, g + 2u * LANES);
+        acc = add_piece(acc, w3, g + 3u * LANES);
+        g = g + UNROLL * LANES;
+        if (g >= p.g8) {
+            break;
         }
+        w0 = load_piece(jr, g);
+        w1 = load_piece(jr, g + LANES);
+        w2 = load_piece(jr, g + 2u * LANES);
+        w3 = load_piece(jr, g + 3u * LANES);
     }
+    acc = select(vec4<f32>(0.0), acc, j < p.rows_w);
     return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
 }
 
@@ -141,26 +213,37 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
 // is the eight rows' 256 contiguous bytes: invocation `lane` reads row (lane % 16) / 2's
 // half lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two
 // such runs of bytes (a run on one row would read 32 bytes a tile), and each invocation
-// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row. The
+// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row, the
+// first round before the prologue. The
 // sums meet in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the
 // barrier.
 var<workgroup> band_sh: array<vec4<f32>, 256>;
 
-fn gemv_band(lid: u32, j0: u32, first: u32, runs: u32) {
+fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
     let tiles = (p.g8 + 1u) / 2u;
     let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
     let step = 2u * runs;
+    var t = 2u * (lid / LANES - first) + lane / 16u;
+    var w0 = load_tile(at, t, tiles);
+    var w1 = load_tile(at, t + step, tiles);
+    var w2 = load_tile(at, t + 2u * step, tiles);
+    var w3 = load_tile(at, t + 3u * step, tiles);
+    prologue(lid, wid);
     var acc = vec4<f32>(0.0);
-    for (var t = 2u * (lid / LANES - first) + lane / 16u; t < tiles; t = t + UNROLL * step) {
-        let w0 = load_tile(at, t, tiles);
-        let w1 = load_tile(at, t + step, tiles);
-        let w2 = load_tile(at, t + 2u * step, tiles);
-        let w3 = load_tile(at, t + 3u * step, tiles);
+    loop {
         acc = add_tile(acc, w0, t, tiles, lane);
         acc = add_tile(acc, w1, t + step, tiles, lane);
         acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
         acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
+        t = t + UNROLL * step;
+        if (t >= tiles) {
+            break;
+        }
+        w0 = load_tile(at, t, tiles);
+        w1 = load_tile(at, t + step, tiles);
+        w2 = load_tile(at, t + 2u * step, tiles);
+        w3 = load_tile(at, t + 3u * step, tiles);
     }
     band_sh[lid] = acc;
     workgroupBarrier();
@@ -193,18 +276,15 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
 // The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
 // when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, scaled: bool) {
-    if (RES == 1u) {
-        residual_prologue(lid, wid);
-    }
     var row: Row;
     if (p.tiled != 0u) {
-        gemv_band(lid, wid * 8u, 0u, 8u);
+        gemv_band(lid, wid, wid * 8u, 0u, 8u);
         if (lid >= 8u) {
             return;
         }
         row = Row(wid * 8u + lid, band_sums(0u, 8u, lid));
     } else {
-        row = gemv_row(lid, wid * 8u + lid / LANES);
+        row = gemv_row(lid, wid, wid * 8u + lid / LANES);
         if (lid % LANES != 0u) {
             return;
         }
@@ -240,15 +320,12 @@ var<workgroup> glu_sh: array<f32, 8>;
 // sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
 fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (RES == 1u) {
-        residual_prologue(lid, wid.x);
-    }
     let f = p.rows_w / 2u;
     if (p.tiled != 0u) {
         // Every invocation reaches the barrier: the runs of the gate band and of the up band
         // each call gemv_band for their own.
         let up = lid >= 4u * LANES;
-        gemv_band(lid, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
+        gemv_band(lid, wid.x, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
         let at = wid.x * 8u + lid;
         if (lid < 8u && at < f) {
             glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
@@ -257,7 +334,7 @@ fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     }
     let t = lid / LANES;
     let i = min(wid.x * 4u + t % 4u, f - 1u);
-    let row = gemv_row(lid, select(i, f + i, t >= 4u));
+    let row = gemv_row(lid, wid.x, select(i, f + i, t >= 4u));
     if (lid % LANES == 0u) {
         glu_sh[t] = row.sums[0];
     }

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use bytemuck::{Pod, Zeroable};
+use dory::config::GROUP;
 
 use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
@@ -30,6 +31,9 @@ struct Params {
     eps: f32,
     unshift: f32,
     tiled: u32,
+    kv_heads: u32,
+    d: u32,
+    chunks: u32,
 }
 
 /// gemv1.wgsl's parameters.
@@ -68,6 +72,15 @@ pub enum Input<'a> {
         h_next: &'a Arc<Store>,
         eps: f32,
     },
+    /// x is the partials of one decoded row's attention in `chunks` chunks (attend.rs),
+    /// joined and gated on the way in (`combine_fuses`); the row of `qkvg` holds the gates.
+    Combine {
+        qkvg: &'a Arc<Store>,
+        gate_scale: &'a Arc<Store>,
+        kv_heads: usize,
+        d: usize,
+        chunks: usize,
+    },
 }
 
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part (and the
@@ -78,6 +91,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
         Input::Residual { .. } => residual_fuses(rec, w, rows) || residual_splits(rec, w, rows),
+        Input::Combine { kv_heads, d, chunks, .. } => combine_fuses(rec, w, rows, (kv_heads, d), chunks),
     }
 }
 
@@ -90,14 +104,36 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
 /// Widths of x up to which the few-row kernel forms the residual on the way in. Every
 /// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
 /// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
-/// residual's own dispatch) and costs more than that dispatch on wide rows (the larger
-/// config's 2048: 223 against 249). gemv.wgsl holds y in workgroup memory of this size
-/// (RES_K4 vec4s).
+/// residual's own dispatch) and not on wide rows (the larger config's 2048: 223 against 249
+/// when each read re-formed y; with y in workgroup memory 308.8 against 301.1–309.9,
+/// bench/logs/h200-2026-12-03d/call-1).
 const RESIDUAL_MAX_K: usize = 1024;
+
+/// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
+const X_SHARED_MAX: usize = 1024;
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
 pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
+}
+
+/// The most bytes of partials a decoded row's out projection joins on the way in
+/// (`Options::combine_bytes`): each of its workgroups reads them all, where `combine` reads
+/// them once. dory-tiny's sliding layers leave 12.8 KB (2 KV heads, 8 chunks of 48 dims),
+/// its full layer ~600 keys deep 30 KB; the larger config at 4k 566 KB.
+pub const COMBINE_BYTES: usize = 32 << 10;
+
+/// Whether one row of `w` (the out projection) joins the attention's `chunks` chunks of
+/// partials on the way in, for `kv_heads` KV heads of `d` dims.
+pub fn combine_fuses(rec: &Recorder, w: &Matrix, rows: usize, (kv_heads, d): (usize, usize), chunks: usize) -> bool {
+    let q_width = GROUP * kv_heads * d;
+    // Per (KV head, chunk): the GROUP heads' maxima, sums and d value sums, a vec4 each.
+    let part = 16 * kv_heads * chunks * (2 + d);
+    rows == 1
+        && !takes_gemv1(rec, w, rows)
+        && w.k == q_width
+        && q_width <= X_SHARED_MAX
+        && part <= rec.dev().kernels.options.combine_bytes
 }
 
 /// Whether a single row of `w` takes the one-row kernel (`gemv1.wgsl`, where x fits its
@@ -115,7 +151,7 @@ fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
 pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
     let k = &rec.dev().kernels;
     let o = k.options;
-    let pro = ["", " + residual", " + SwiGLU"][prologue(input)];
+    let pro = ["", " + residual", " + SwiGLU", " + the attention's chunks joined"][prologue(input)];
     if takes_gemv1(rec, w, rows) {
         let name = k.get_spec(k.gemv1[0][0]).name;
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
@@ -136,12 +172,13 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
     }
 }
 
-/// The prologue (gemv1's PRO) that forms x for `input`.
+/// The prologue that forms x for `input` (gemv1's PRO, which has the first three).
 fn prologue(input: Input) -> usize {
     match input {
         Input::Plain | Input::Scaled(_) => 0,
         Input::Residual { .. } => 1,
         Input::Swiglu(_) => 2,
+        Input::Combine { .. } => 3,
     }
 }
 
@@ -181,8 +218,13 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         Input::Swiglu(s) => (kernels.gemm[dt], kernels.gemv_swiglu[dt], s),
         // One row (`fuses`): the second kernel is never taken.
         Input::Residual { .. } => (kernels.gemm[dt], [kernels.gemv_residual[dt][0]; 2], x),
+        Input::Combine { .. } => (kernels.gemm[dt], [kernels.gemv_combine[dt]; 2], x),
     };
     let (res, eps) = residual_binds(rec, x, input);
+    let [kv_heads, d, chunks] = match input {
+        Input::Combine { kv_heads, d, chunks, .. } => [kv_heads, d, chunks].map(|n| n as u32),
+        _ => [0; 3],
+    };
     for part in &w.parts {
         let mut binds = vec![
             (0, Bind::Buf(part.store.clone())),
@@ -202,6 +244,9 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             eps,
             unshift: w.unshift(),
             tiled: w.tiled.into(),
+            kv_heads,
+            d,
+            chunks,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -333,7 +378,8 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
     let plain = |s: &Arc<Store>| Bind::Buf(s.clone());
     // Unused bindings hold x (read-only) or a stand-in (read-write).
     let (scale, o, alpha, h_next, eps) = match input {
-        Input::Plain => (x, x, x, &none, 0.0),
+        // `combine_fuses` keeps the attention's join from gemv1.
+        Input::Plain | Input::Combine { .. } => (x, x, x, &none, 0.0),
         Input::Scaled(s) | Input::Swiglu(s) => (s, x, x, &none, 0.0),
         Input::Residual { o, alpha, h_next, eps } => (x, o, alpha, h_next, eps),
     };
@@ -367,10 +413,12 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
 }
 
 /// Binding 4–6 of the few-row kernel, and the residual's eps: the residual's buffers for
-/// `Input::Residual`, else x and the stand-in.
+/// `Input::Residual`, the gates and their scale for `Input::Combine`, else x and the
+/// stand-in.
 fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind); 3], f32) {
     let (o, alpha, h_next, eps) = match input {
         Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps),
+        Input::Combine { qkvg, gate_scale, .. } => (qkvg, gate_scale, rec.none(), 0.0),
         _ => (x, x, rec.none(), 0.0),
     };
     ([(4, Bind::Buf(o.clone())), (5, Bind::Buf(alpha.clone())), (6, Bind::Buf(h_next.clone()))], eps)
@@ -409,6 +457,9 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
     ];
     binds.extend(res);
     let p = Params {
+        kv_heads: 0,
+        d: 0,
+        chunks: 0,
         k: gate_up.k as u32,
         g8: gate_up.g8 as u32,
         n: f as u32,

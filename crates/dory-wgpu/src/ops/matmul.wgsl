@@ -16,6 +16,9 @@ struct P {
     eps: f32,    // the residual's (gemv.wgsl's RES)
     unshift: f32, // the sums times this: 2^-shift of a bf16 W held as f16 (model.rs), else 1
     tiled: u32,   // W in tiles (dtype.wgsl's piece)
+    kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
+    d: u32,
+    chunks: u32,
 }
 var<immediate> p: P;
 

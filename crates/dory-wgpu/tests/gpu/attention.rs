@@ -79,6 +79,33 @@ fn exact_attention_matches_the_cpu() {
     }
 }
 
+/// Single rows deep enough to be cut into dozens of chunks (1,100 keys: 34), which
+/// combine.wgsl joins in slices of a head's dims, each over groups of chunks four at a
+/// time: against the CPU, for heads it slices (128) and does not (48).
+#[test]
+fn deep_rows_join_many_chunks_as_the_cpu_does() {
+    for dev in devices() {
+        for d in [48, 128] {
+            let c = config(4 * d, 2, d, 64, &["full"], 1, 7);
+            let (_dir, model) = random_model(&c, 90 + d as u64, DType::F32);
+            let (mut cpu, mut gpu) = backends(dev, &model);
+            let keys = Keys::Full { sample: None };
+            let (mut lc, mut lg) = (layer(&mut cpu, LayerKind::Full, keys), layer(&mut gpu, LayerKind::Full, keys));
+            let mut pos = 0;
+            for (i, rows) in [1100usize, 1, 1].into_iter().enumerate() {
+                let at = Rows { pos0: pos, rows };
+                let y = rand_vec(rows * c.qkvg_width(), 5000 + i as u64);
+                let (qc, zc) = step(&mut cpu, &c, &mut lc, Some(keys), at, &y, true);
+                let (qg, zg) = step(&mut gpu, &c, &mut lg, Some(keys), at, &y, true);
+                let what = format!("{} d {d} step {i} ({rows} rows at {pos})", dev.describe());
+                check(&format!("{what}: q"), &qg, &qc, BOUND);
+                check(&format!("{what}: z"), &zg, &zc, BOUND);
+                pos += rows;
+            }
+        }
+    }
+}
+
 #[test]
 fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
     for dev in devices() {
@@ -130,4 +157,71 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
             assert_eq!(bg, bc.next_multiple_of(16).max(bg));
         }
     }
+}
+
+/// A decoded row's attention, then the out projection (`attend_out`), whose split keys the
+/// wgpu backend joins on the way in to the projection where their partials are few
+/// (`Options::combine_bytes`): against the CPU's two ops, over a prompt and then rows deep
+/// enough to be cut into several chunks (64 keys or more), for head dims whose partials
+/// fit the join and d 256, whose stop fitting as the chunks grow, in a full layer and a
+/// ring. Where the join runs, a row takes two dispatches (attention and projection) where
+/// a split row's own join would take three; it must have run where it can.
+#[test]
+fn attention_then_the_out_projection_matches_the_cpu() {
+    for dev in devices() {
+        for (d, kind, window) in [
+            (8, LayerKind::Full, 7),
+            (48, LayerKind::Full, 7),
+            (48, LayerKind::Sliding, 100),
+            (128, LayerKind::Full, 7),
+            (256, LayerKind::Full, 7),
+        ] {
+            let name = if kind == LayerKind::Sliding { "sliding" } else { "full" };
+            let c = config(4 * d, 2, d, 64, &[name], 1, window);
+            let (_dir, model) = random_model(&c, 70 + d as u64, DType::F32);
+            let (mut cpu, mut gpu) = backends(dev, &model);
+            let first = Keys::for_step(kind, window, 70, None);
+            let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
+            let mut joined = 0;
+            let mut pos = 0;
+            for (i, rows) in std::iter::once(70).chain(std::iter::repeat_n(1, 40)).enumerate() {
+                let at = Rows { pos0: pos, rows };
+                let next = Keys::for_step(kind, window, rows, None);
+                let y = rand_vec(rows * c.qkvg_width(), 3000 + i as u64);
+                let oc = out_step(&mut cpu, &c, &mut lc, next, at, &y);
+                let before = gpu.dispatches();
+                let og = out_step(&mut gpu, &c, &mut lg, next, at, &y);
+                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 2);
+                let what = format!("{} {name} d {d} step {i} ({rows} rows at {pos})", dev.describe());
+                check(&format!("{what}: o"), &og, &oc, BOUND);
+                pos += rows;
+            }
+            // Unless the options keep it off, or the single-row kernel (gemv1, which holds x
+            // of k / 4 vec4s up to `xs`) takes the projection.
+            let o = gpu.model().dev.kernels.options;
+            if d <= 48 && o.combine_bytes > 0 && c.q_width() / 4 > o.gemv1.xs as usize {
+                assert!(joined > 0, "{} d {d}: the out projection never joined the chunks", dev.describe());
+            }
+        }
+    }
+}
+
+/// One step of `attend_out` on either backend, the cache laid out first: o.
+fn out_step<B: Io>(
+    b: &mut B,
+    c: &dory::Config,
+    l: &mut Layer<B::Cache>,
+    next: Keys,
+    at: Rows,
+    qkvg: &[f32],
+) -> Vec<f32> {
+    let moves = l.keys.moves(&next, at.pos0);
+    b.relayout(&mut l.cache, &next, at.end(), &moves).expect("relayout");
+    l.keys = next;
+    let rope = dory::rope::table(c.rope_theta, c.head_dim, at.pos0, at.rows);
+    let y = b.put(qkvg);
+    let qd = c.q_width();
+    let (mut q, mut z, mut o) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd), b.poisoned(at.rows * c.hidden));
+    b.attend_out(l, (&mut z, &mut o), &mut q, &y, at, Some(&rope[..]));
+    b.get(&o, at.rows * c.hidden)
 }
