@@ -100,10 +100,13 @@ struct CombineParams {
     slice: u32,
 }
 
-/// The dims a workgroup of combine.wgsl joins: 32 where they divide a head, so that a deep
-/// row's many chunks are walked by several workgroups a KV head, each 8 groups of chunks.
-fn combine_slice(d: usize) -> usize {
-    if d % 32 == 0 {
+/// The dims a workgroup of combine.wgsl joins, for `heads` (rows × KV heads) workgroups
+/// otherwise: 32 where they divide a head and the rows are few (a decoded row's many
+/// chunks are then walked by several workgroups a KV head, each 8 groups of chunks; the
+/// H200's larger config at depth 4096, 221–224 tok/s against 209), else the whole head (a
+/// prompt's rows fill the GPU, and every slice would reduce the maxima and sums again).
+fn combine_slice(d: usize, heads: usize) -> usize {
+    if d % 32 == 0 && heads * (d / 32) <= TARGET_GROUPS {
         32
     } else {
         d
@@ -227,7 +230,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
         (3, Bind::Buf(b.z.clone())),
     ];
     row_batches(at.rows, |row0, n| {
-        let (d, slice) = (c.head_dim, combine_slice(c.head_dim));
+        let (d, slice) = (c.head_dim, combine_slice(c.head_dim, n as usize * c.kv_heads));
         let p = CombineParams {
             kv_heads: c.kv_heads as u32,
             d: d as u32,
