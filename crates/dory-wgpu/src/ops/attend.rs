@@ -163,8 +163,20 @@ pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fu
     if in_blocks(o, d, rows, fused) {
         split(most + BLOCK - 1, rows.div_ceil(BLOCK), kv_heads, o.attend_per, o.block_groups)
     } else {
-        split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS)
+        let tile = 256 / o.attend_lanes as usize;
+        whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
     }
+}
+
+/// `s` with chunks of whole tiles of `tile` keys (attend.wgsl's) where they hold more than
+/// one: a chunk's time is its count of tiles, a last tile of a few keys waiting as long as
+/// a full one, so ~4,640 keys go in 73 chunks of one tile rather than 68 of two.
+fn whole_tiles(s: Split, most: usize, tile: usize) -> Split {
+    if s.per <= tile {
+        return s;
+    }
+    let per = s.per / tile * tile;
+    Split { per, chunks: most.div_ceil(per) }
 }
 
 /// Floats of `part` a split needs.
@@ -310,6 +322,17 @@ mod tests {
             let s = split(most, rows, kv, MIN_PER, TARGET_GROUPS);
             assert_eq!(s.chunks, chunks, "{most} keys");
             assert!(s.per * s.chunks >= most && s.per * (s.chunks - 1) < most, "{s:?} for {most} keys");
+        }
+    }
+
+    #[test]
+    fn a_decoded_row_walks_whole_tiles() {
+        // (keys) → (per, chunks) for a row of 4 KV heads and tiles of 64 keys: a short
+        // context keeps its chunks of less than a tile.
+        for (most, per, chunks) in [(600, 32, 19), (4_640, 64, 73), (33_280, 256, 130), (32_768, 256, 128)] {
+            let s = whole_tiles(split(most, 1, 4, MIN_PER, TARGET_GROUPS), most, 64);
+            assert_eq!((s.per, s.chunks), (per, chunks), "{most} keys");
+            assert!(s.per * (s.chunks - 1) < most, "{s:?}: an empty last chunk");
         }
     }
 }

@@ -79,20 +79,21 @@ fn exact_attention_matches_the_cpu() {
     }
 }
 
-/// Single rows deep enough to be cut into dozens of chunks (1,100 keys: 34), which
+/// Single rows deep enough to be cut into dozens of chunks (1,100 keys: 33), which
 /// combine.wgsl joins in slices of a head's dims, each over groups of chunks four at a
-/// time: against the CPU, for heads it slices (128) and does not (48).
+/// time: against the CPU, for heads it slices (128) and does not (48); and rows whose
+/// chunks are cut to whole tiles (4,200 keys: 66 chunks of one tile of 64, not 64 of 66).
 #[test]
 fn deep_rows_join_many_chunks_as_the_cpu_does() {
     for dev in devices() {
-        for d in [48, 128] {
+        for (d, depth) in [(48, 1100), (128, 1100), (8, 4200)] {
             let c = config(4 * d, 2, d, 64, &["full"], 1, 7);
             let (_dir, model) = random_model(&c, 90 + d as u64, DType::F32);
             let (mut cpu, mut gpu) = backends(dev, &model);
             let keys = Keys::Full { sample: None };
             let (mut lc, mut lg) = (layer(&mut cpu, LayerKind::Full, keys), layer(&mut gpu, LayerKind::Full, keys));
             let mut pos = 0;
-            for (i, rows) in [1100usize, 1, 1].into_iter().enumerate() {
+            for (i, rows) in [depth, 1, 1].into_iter().enumerate() {
                 let at = Rows { pos0: pos, rows };
                 let y = rand_vec(rows * c.qkvg_width(), 5000 + i as u64);
                 let (qc, zc) = step(&mut cpu, &c, &mut lc, Some(keys), at, &y, true);
