@@ -41,6 +41,8 @@ pub enum Lib {
     Parts,
     /// The parameters and bindings of a prompt's attention in blocks (`ops/blocks.wgsl`).
     Blocks,
+    /// A row's split attention joined where a projection reads it (`ops/join.wgsl`).
+    Join,
 }
 
 impl Lib {
@@ -56,6 +58,7 @@ impl Lib {
             Lib::Glu => include_str!("ops/glu.wgsl"),
             Lib::Parts => include_str!("ops/parts.wgsl"),
             Lib::Blocks => include_str!("ops/blocks.wgsl"),
+            Lib::Join => include_str!("ops/join.wgsl"),
         }
     }
 }
@@ -75,10 +78,10 @@ const fn module(name: &'static str, source: &'static str, libs: &'static [Lib]) 
 }
 
 pub const MODULES: &[Module] = &[
-    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu]),
+    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu, Lib::Join]),
     module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
     module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
-    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu, Lib::Parts]) },
+    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu, Lib::Parts, Lib::Join]) },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
     module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), &[Lib::Ngpt, Lib::InPlace]),
@@ -435,6 +438,8 @@ pub struct Coop {
     pub split: KernelId,
     /// The split of SwiGLU(gu), the down projection's x formed on the way in.
     pub split_swiglu: KernelId,
+    /// The split of a prompt's split attention joined, the out projection's x.
+    pub split_combine: KernelId,
     /// The nGPT residual that also cuts the new h into parts (no split after it).
     pub residual_split: KernelId,
     pub gemm: [KernelId; 2],
@@ -537,8 +542,9 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));
     let split = b.add("split", "split", &[lo]);
     let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
+    let split_combine = b.add_as("split", "split", "split_combine", &[lo, ("COMBINE", 1.0)]);
     let residual_split = b.add("residual", "residual_split", &[lo]);
-    Coop { split, split_swiglu, residual_split, gemm, tall, sliced }
+    Coop { split, split_swiglu, split_combine, residual_split, gemm, tall, sliced }
 }
 
 impl Kernels {

@@ -72,48 +72,20 @@ fn residual_prologue(lid: u32, wid: u32) {
     workgroupBarrier();
 }
 
-// COMBINE = 1: for each KV head c and dim of one row, the four query heads' M = max of the
-// chunks' maxima, out = Σ acc e^{m − M} / Σ l e^{m − M}, times the gates σ(yg ⊙ gate_scale),
-// into y_sh. Each invocation walks its (head, dim)'s chunks alone (a row's partials are at
-// most matmul.rs's COMBINE_MAX_PART bytes), the gates loaded first. Every invocation of the
-// workgroup must call it.
-fn combine_prologue(lid: u32) {
-    let d = p.d;
-    let kd = p.kv_heads * d;
-    // A row of qkvg: H·d + K·d + K·d + H·d; the gates last.
-    let yg = 6u * kd;
-    for (var e = lid; e < kd; e = e + 256u) {
-        let c = e / d;
-        let dim = e % d;
-        var g: vec4<f32>;
-        for (var h = 0u; h < GROUP; h = h + 1u) {
-            let i = (GROUP * c + h) * d + dim;
-            g[h] = sigmoid(o[(yg + i) / 4u][(yg + i) % 4u] * alpha[i / 4u][i % 4u]);
-        }
-        let first = c * p.chunks * (2u + d);
-        var top = vec4<f32>(-3.0e38);
-        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
-            top = max(top, x[first + ch * (2u + d)]);
-        }
-        var sum = vec4<f32>(0.0);
-        var acc = vec4<f32>(0.0);
-        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
-            let at = first + ch * (2u + d);
-            let s = exp(x[at] - top);
-            sum += x[at + 1u] * s;
-            acc += x[at + 2u + dim] * s;
-        }
-        let out = acc / sum;
-        for (var h = 0u; h < GROUP; h = h + 1u) {
-            let i = (GROUP * c + h) * d + dim;
-            y_sh[i / 4u][i % 4u] = out[h] * g[h];
-        }
-    }
-    workgroupBarrier();
+// COMBINE = 1: join.wgsl's hooks. qkvg (bound as o) holds the gates: a row is H·d + K·d +
+// K·d + H·d, the gates last; their scale is bound as alpha.
+fn join_part(at: u32) -> vec4<f32> {
+    return x[at];
 }
 
-// Query heads per KV head (attention.wgsl's GROUP).
-const GROUP: u32 = 4u;
+fn join_gate(r: u32, i: u32) -> f32 {
+    let at = (10u * r + 6u) * p.kv_heads * p.d + i;
+    return sigmoid(o[at / 4u][at % 4u] * alpha[i / 4u][i % 4u]);
+}
+
+fn join_put(i: u32, v: f32) {
+    y_sh[i / 4u][i % 4u] = v;
+}
 
 // x formed in y_sh where the variant forms it; every invocation of the workgroup must call it.
 fn prologue(lid: u32, wid: u32) {
@@ -121,7 +93,7 @@ fn prologue(lid: u32, wid: u32) {
         residual_prologue(lid, wid);
     }
     if (COMBINE == 1u) {
-        combine_prologue(lid);
+        join_row(lid, 0u, p.kv_heads, p.d, p.chunks);
     }
 }
 

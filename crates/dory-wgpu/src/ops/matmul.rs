@@ -123,18 +123,27 @@ pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
 /// its full layer ~600 keys deep 30 KB; the larger config at 4k 566 KB.
 pub const COMBINE_BYTES: usize = 32 << 10;
 
-/// Whether one row of `w` (the out projection) joins the attention's `chunks` chunks of
-/// partials on the way in, for `kv_heads` KV heads of `d` dims.
+/// Whether the projection of `rows` rows of `w` (the out projection) joins the attention's
+/// `chunks` chunks of partials on the way in, for `kv_heads` KV heads of `d` dims: one row
+/// in gemv.wgsl's prologue, where every workgroup reads them all (at most
+/// `Options::combine_bytes`), or a prompt's rows on the tensor cores, in split.wgsl's,
+/// where each row's workgroup reads its own.
 pub fn combine_fuses(rec: &Recorder, w: &Matrix, rows: usize, (kv_heads, d): (usize, usize), chunks: usize) -> bool {
     let q_width = GROUP * kv_heads * d;
     // Per (KV head, chunk): the GROUP heads' maxima, sums and d value sums, a vec4 each.
     let part = 16 * kv_heads * chunks * (2 + d);
-    rows == 1
-        && !takes_gemv1(rec, w, rows)
-        && w.k == q_width
-        && q_width <= X_SHARED_MAX
-        && part <= rec.dev().kernels.options.combine_bytes
+    let options = rec.dev().kernels.options;
+    if w.k != q_width || options.combine_bytes == 0 {
+        return false;
+    }
+    if coop_kernels(rec, w, rows).is_some() {
+        return q_width <= SPLIT_X_MAX;
+    }
+    rows == 1 && !takes_gemv1(rec, w, rows) && q_width <= X_SHARED_MAX && part <= options.combine_bytes
 }
+
+/// The floats of x split.wgsl joins in workgroup memory (x_sh).
+const SPLIT_X_MAX: usize = 2048;
 
 /// Whether a single row of `w` takes the one-row kernel (`gemv1.wgsl`, where x fits its
 /// workgroup memory and the options hold x there) rather than the few-row one.
@@ -276,6 +285,9 @@ struct SplitParams {
     xr0: u32,
     lo: u32,
     row0: u32,
+    kv_heads: u32,
+    d: u32,
+    chunks: u32,
 }
 
 /// gemm_coop.wgsl's parameters.
@@ -323,18 +335,24 @@ fn tensor_cores(
         let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
         residual::record_split(rec, (x, attended, alpha), w.k, eps, rows, layout);
     } else {
-        let (split, third) = match input {
-            Input::Swiglu(s) => (coop.split_swiglu, s),
-            _ => (coop.split, x),
+        let (split, third, fourth) = match input {
+            Input::Swiglu(s) => (coop.split_swiglu, s, x),
+            Input::Combine { qkvg, gate_scale, .. } => (coop.split_combine, gate_scale, qkvg),
+            _ => (coop.split, x, x),
+        };
+        let [kv_heads, d, chunks] = match input {
+            Input::Combine { kv_heads, d, chunks, .. } => [kv_heads, d, chunks].map(|n| n as u32),
+            _ => [0; 3],
         };
         let binds = [
             (0, Bind::Buf(x.clone())),
             (1, Bind::Buf(parts.clone())),
             (2, Bind::Buf(inv.clone())),
             (3, Bind::Buf(third.clone())),
+            (4, Bind::Buf(fourth.clone())),
         ];
         row_batches(rows, |row0, n| {
-            let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0 };
+            let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0, kv_heads, d, chunks };
             rec.dispatch(split, &binds, &p, [n, 1, 1]);
         });
     }

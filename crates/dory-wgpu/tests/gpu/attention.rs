@@ -160,26 +160,28 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
     }
 }
 
-/// A decoded row's attention, then the out projection (`attend_out`), whose split keys the
-/// wgpu backend joins on the way in to the projection where their partials are few
-/// (`Options::combine_bytes`): against the CPU's two ops, over a prompt and then rows deep
-/// enough to be cut into several chunks (64 keys or more), for head dims whose partials
-/// fit the join and d 256, whose stop fitting as the chunks grow, in a full layer and a
-/// ring. Where the join runs, a row takes two dispatches (attention and projection) where
-/// a split row's own join would take three; it must have run where it can.
+/// The attention, then the out projection (`attend_out`), whose split keys the wgpu
+/// backend joins on the way in to the projection: a decoded row's where its partials are
+/// few (`Options::combine_bytes`), a prompt's where the tensor cores take the projection
+/// (split.wgsl's join, as it cuts x's parts: f16 weights). Against the CPU's two ops, over
+/// a prompt and then rows deep enough to be cut into several chunks (64 keys or more), for
+/// head dims whose partials fit the join and d 256, whose stop fitting as the chunks grow,
+/// in a full layer and a ring. Where a decoded row's join runs, it takes two dispatches
+/// (attention and projection) where its own join would take three; it must have run where
+/// it can.
 #[test]
 fn attention_then_the_out_projection_matches_the_cpu() {
     for dev in devices() {
-        for (d, kind, window) in [
-            (8, LayerKind::Full, 7),
-            (48, LayerKind::Full, 7),
-            (48, LayerKind::Sliding, 100),
-            (128, LayerKind::Full, 7),
-            (256, LayerKind::Full, 7),
+        for (d, kind, window, dtype) in [
+            (8, LayerKind::Full, 7, DType::F32),
+            (48, LayerKind::Full, 7, DType::F16),
+            (48, LayerKind::Sliding, 100, DType::F32),
+            (128, LayerKind::Full, 7, DType::F16),
+            (256, LayerKind::Full, 7, DType::F32),
         ] {
             let name = if kind == LayerKind::Sliding { "sliding" } else { "full" };
             let c = config(4 * d, 2, d, 64, &[name], 1, window);
-            let (_dir, model) = random_model(&c, 70 + d as u64, DType::F32);
+            let (_dir, model) = random_model(&c, 70 + d as u64, dtype);
             let (mut cpu, mut gpu) = backends(dev, &model);
             let first = Keys::for_step(kind, window, 70, None);
             let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
@@ -193,7 +195,7 @@ fn attention_then_the_out_projection_matches_the_cpu() {
                 let before = gpu.dispatches();
                 let og = out_step(&mut gpu, &c, &mut lg, next, at, &y);
                 joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 2);
-                let what = format!("{} {name} d {d} step {i} ({rows} rows at {pos})", dev.describe());
+                let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
                 check(&format!("{what}: o"), &og, &oc, BOUND);
                 pos += rows;
             }
