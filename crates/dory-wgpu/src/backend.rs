@@ -157,7 +157,7 @@ impl Wgpu {
         }
     }
 
-    /// `Backend::attend`, then with `o` the out projection, which joins a decoded row's
+    /// `Backend::attend`, then with `o` the out projection, which joins the attention's
     /// chunks on the way in where `matmul::combine_fuses` allows (z is then not written).
     fn attention(
         &mut self,

@@ -176,8 +176,9 @@ pub struct Options {
     pub fuse_residual: bool,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
-    /// A decoded row's chunks of attention joined by the out projection (on the way in to
-    /// `gemv.wgsl`) where their partials are at most this many bytes (0: never).
+    /// Split attention joined by the out projection: a decoded row's (on the way in to
+    /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
+    /// cores (in `split.wgsl`); 0: neither.
     pub combine_bytes: usize,
     /// The fewest keys a chunk of a split attention takes (attend.rs).
     pub attend_per: usize,

@@ -72,8 +72,8 @@ pub enum Input<'a> {
         h_next: &'a Arc<Store>,
         eps: f32,
     },
-    /// x is the partials of one decoded row's attention in `chunks` chunks (attend.rs),
-    /// joined and gated on the way in (`combine_fuses`); the row of `qkvg` holds the gates.
+    /// x is the partials of the rows' attention in `chunks` chunks (attend.rs), joined and
+    /// gated on the way in (`combine_fuses`); the rows of `qkvg` hold the gates.
     Combine {
         qkvg: &'a Arc<Store>,
         gate_scale: &'a Arc<Store>,
