@@ -72,14 +72,12 @@ fn residual_prologue(lid: u32, wid: u32) {
     workgroupBarrier();
 }
 
-// COMBINE = 1: join.wgsl's hooks. qkvg (bound as o) holds the gates: a row is H·d + K·d +
-// K·d + H·d, the gates last; their scale is bound as alpha.
+// COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.
 fn join_part(at: u32) -> vec4<f32> {
     return x[at];
 }
 
-fn join_gate(r: u32, i: u32) -> f32 {
-    let at = (10u * r + 6u) * p.kv_heads * p.d + i;
+fn join_gate(at: u32, i: u32) -> f32 {
     return sigmoid(o[at / 4u][at % 4u] * alpha[i / 4u][i % 4u]);
 }
 

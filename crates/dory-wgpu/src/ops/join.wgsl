@@ -1,8 +1,8 @@
 // The chunks of one row's split attention joined and gated, as combine.wgsl joins them, by
 // the prologue of the kernel that reads the result as its x (gemv.wgsl's and split.wgsl's
 // COMBINE), through the including module's join_part(at) (a vec4 of the chunks' partials
-// `part`), join_gate(r, i) (σ(yg ⊙ gate_scale) at dim i of the row's query heads) and
-// join_put(i, v) (x at i, in workgroup memory).
+// `part`), join_gate(at, i) (σ(qkvg[at] ⊙ gate_scale[i]): the gate at dim i of the row's
+// query heads, at `at` in qkvg) and join_put(i, v) (x at i, in workgroup memory).
 
 // Query heads per KV head (attention.wgsl's GROUP; spec §1: H = 4K).
 const GROUP: u32 = 4u;
@@ -14,12 +14,15 @@ const GROUP: u32 = 4u;
 // must call it; x is complete after it.
 fn join_row(lid: u32, r: u32, kv_heads: u32, d: u32, chunks: u32) {
     let kd = kv_heads * d;
+    // A row of qkvg: H·d + K·d + K·d + H·d with H = GROUP·K, the gates last.
+    let gates = (2u * GROUP + 2u) * kd * r + (GROUP + 2u) * kd;
     for (var e = lid; e < kd; e = e + 256u) {
         let c = e / d;
         let dim = e % d;
         var g: vec4<f32>;
         for (var h = 0u; h < GROUP; h = h + 1u) {
-            g[h] = join_gate(r, (GROUP * c + h) * d + dim);
+            let i = (GROUP * c + h) * d + dim;
+            g[h] = join_gate(gates + i, i);
         }
         let first = (r * kv_heads + c) * chunks * (2u + d);
         var top = vec4<f32>(-3.0e38);

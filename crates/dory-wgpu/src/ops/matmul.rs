@@ -145,6 +145,14 @@ pub fn combine_fuses(rec: &Recorder, w: &Matrix, rows: usize, (kv_heads, d): (us
 /// The floats of x split.wgsl joins in workgroup memory (x_sh).
 const SPLIT_X_MAX: usize = 2048;
 
+/// The kernels' kv_heads, d and chunks: the attention's for `Input::Combine`, else zeros.
+fn join_shape(input: Input) -> [u32; 3] {
+    match input {
+        Input::Combine { kv_heads, d, chunks, .. } => [kv_heads, d, chunks].map(|n| n as u32),
+        _ => [0; 3],
+    }
+}
+
 /// Whether a single row of `w` takes the one-row kernel (`gemv1.wgsl`, where x fits its
 /// workgroup memory and the options hold x there) rather than the few-row one.
 pub fn takes_gemv1(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
@@ -230,10 +238,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         Input::Combine { .. } => (kernels.gemm[dt], [kernels.gemv_combine[dt]; 2], x),
     };
     let (res, eps) = residual_binds(rec, x, input);
-    let [kv_heads, d, chunks] = match input {
-        Input::Combine { kv_heads, d, chunks, .. } => [kv_heads, d, chunks].map(|n| n as u32),
-        _ => [0; 3],
-    };
+    let [kv_heads, d, chunks] = join_shape(input);
     for part in &w.parts {
         let mut binds = vec![
             (0, Bind::Buf(part.store.clone())),
@@ -340,10 +345,7 @@ fn tensor_cores(
             Input::Combine { qkvg, gate_scale, .. } => (coop.split_combine, gate_scale, qkvg),
             _ => (coop.split, x, x),
         };
-        let [kv_heads, d, chunks] = match input {
-            Input::Combine { kv_heads, d, chunks, .. } => [kv_heads, d, chunks].map(|n| n as u32),
-            _ => [0; 3],
-        };
+        let [kv_heads, d, chunks] = join_shape(input);
         let binds = [
             (0, Bind::Buf(x.clone())),
             (1, Bind::Buf(parts.clone())),

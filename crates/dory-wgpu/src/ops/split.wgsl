@@ -37,8 +37,8 @@ fn join_part(at: u32) -> vec4<f32> {
     return x[at];
 }
 
-fn join_gate(r: u32, i: u32) -> f32 {
-    return sigmoid(qkvg[(10u * r + 6u) * p.kv_heads * p.d + i] * scale[i / 4u][i % 4u]);
+fn join_gate(at: u32, i: u32) -> f32 {
+    return sigmoid(qkvg[at] * scale[i / 4u][i % 4u]);
 }
 
 fn join_put(i: u32, v: f32) {
