@@ -142,6 +142,8 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: 
 
 /// Rows of a block of `attend_rows.wgsl`.
 pub const BLOCK: usize = 16;
+/// Keys of a tile of `attend_rows.wgsl` and `attend_coop.wgsl` (their KT).
+const BLOCK_TILE: usize = 32;
 /// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
 /// memory at 128 dims (wider heads go row by row).
 const BLOCK_MAX_D: usize = 128;
@@ -161,16 +163,19 @@ pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool) -> bool 
 /// more than its last row sees.
 pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
-        split(most + BLOCK - 1, rows.div_ceil(BLOCK), kv_heads, o.attend_per, o.block_groups)
+        let walk = most + BLOCK - 1;
+        whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.attend_per, o.block_groups), walk, BLOCK_TILE)
     } else {
         let tile = 256 / o.attend_lanes as usize;
         whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
     }
 }
 
-/// `s` with chunks of whole tiles of `tile` keys (attend.wgsl's) where they hold more than
-/// one: a chunk's time is its count of tiles, a last tile of a few keys waiting as long as
-/// a full one, so ~4,640 keys go in 73 chunks of one tile rather than 68 of two.
+/// `s` with chunks of whole tiles of `tile` keys where they hold more than one: a chunk's
+/// time is its count of tiles, a last tile of a few keys waiting as long as a full one, so
+/// a decoded row's ~4,640 keys go in 73 chunks of one tile (attend.wgsl's 64) rather than
+/// 68 of two, and dory-tiny's prompt's blocks (527 keys) in 9 chunks of 2 tiles of 32
+/// rather than 8 of 66 keys, 3 tiles.
 fn whole_tiles(s: Split, most: usize, tile: usize) -> Split {
     if s.per <= tile {
         return s;
@@ -333,6 +338,16 @@ mod tests {
             let s = whole_tiles(split(most, 1, 4, MIN_PER, TARGET_GROUPS), most, 64);
             assert_eq!((s.per, s.chunks), (per, chunks), "{most} keys");
             assert!(s.per * (s.chunks - 1) < most, "{s:?}: an empty last chunk");
+        }
+    }
+
+    #[test]
+    fn a_prompts_blocks_walk_whole_tiles() {
+        // pp512 at depth 0 (a walk of 527 keys, 32 blocks) → (per, chunks): dory-tiny's
+        // 2 KV heads, the larger config's 4; at depth 4096 a last chunk of 15 keys.
+        for (walk, kv, per, chunks) in [(527, 2, 64, 9), (527, 4, 128, 5), (4_623, 4, 1_152, 5)] {
+            let s = whole_tiles(split(walk, 32, kv, MIN_PER, TARGET_GROUPS), walk, BLOCK_TILE);
+            assert_eq!((s.per, s.chunks), (per, chunks), "{walk} keys, {kv} KV heads");
         }
     }
 }
