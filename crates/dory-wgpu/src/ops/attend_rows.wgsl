@@ -2,7 +2,8 @@
 // heads of one KV head over one chunk of the positions the block sees. Each tile of 32
 // keys is read from the cache once (into registers while the tile before it is worked on,
 // then into workgroup memory) and scored against all 64 queries (attend.wgsl, one row to
-// a workgroup, scores 4 queries for each key it reads).
+// a workgroup, scores 4 queries for each key it reads); its values follow into the same
+// workgroup memory once the keys are scored, all of a tile's loads in flight at once.
 // One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
 // holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
 // (each piece of the key read once for eight queries), then sums the tile's values into
@@ -29,7 +30,8 @@ const NONE: f32 = -1.0e30;
 
 // The tile's keys, dims-major ([d/4][KT]) so that a run's 32 invocations read 32
 // neighbouring vec4s; key j of dims e sits at j ^ (e mod 8), so that the copy in, which
-// writes one key's dims from a run, does not land in one bank either.
+// writes one key's dims from a run, does not land in one bank either. Once they are
+// scored, the tile's values, keys-major ([KT][d/4], as the cache holds them).
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
 var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
@@ -137,9 +139,33 @@ fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -
     return rescale(run, top);
 }
 
-// Dims 4j … 4j + 3 of the value of the tile's key t (its slot in s_sh).
-fn value(t: u32, c: u32, j: u32) -> vec4<f32> {
-    return vc[(s_sh[t] * p.kv_heads + c) * (p.d / 4u) + j];
+// Pieces lid, lid + WG, … of the values of the tile's first `count` keys (their slots in
+// s_sh), as they sit in k_sh once stored.
+fn fetch_values(lid: u32, c: u32, count: u32) -> array<vec4<f32>, 4> {
+    let d4 = p.d / 4u;
+    var v: array<vec4<f32>, 4>;
+    for (var n = 0u; n < 4u; n = n + 1u) {
+        let i = lid + n * WG;
+        if (i < KT * d4 && i / d4 < count) {
+            v[n] = vc[(s_sh[i / d4] * p.kv_heads + c) * d4 + i % d4];
+        }
+    }
+    return v;
+}
+
+// Fetched values into k_sh (the keys scored: every invocation has passed a barrier since).
+fn store_values(lid: u32, v: array<vec4<f32>, 4>) {
+    for (var n = 0u; n < 4u; n = n + 1u) {
+        let i = lid + n * WG;
+        if (i < KT * p.d / 4u) {
+            k_sh[i] = v[n];
+        }
+    }
+}
+
+// Dims 4j … 4j + 3 of the value of the tile's key t.
+fn value(t: u32, j: u32) -> vec4<f32> {
+    return k_sh[t * (p.d / 4u) + j];
 }
 
 // Four keys' weights (w_sh from `at`, `step` apart) and values into a row's run.
@@ -218,20 +244,23 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         let dots = key_dots(j, qa, qb);
         run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
         run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
+        let values = fetch_values(lid, c, count);
+        workgroupBarrier();
+        store_values(lid, values);
         workgroupBarrier();
         if (e < d4) {
             // Four keys' values loaded before any is used.
             var t = g;
             for (; t + 3u * groups < count; t = t + 4u * groups) {
-                let v0 = value(t, c, e);
-                let v1 = value(t + groups, c, e);
-                let v2 = value(t + 2u * groups, c, e);
-                let v3 = value(t + 3u * groups, c, e);
+                let v0 = value(t, e);
+                let v1 = value(t + groups, e);
+                let v2 = value(t + 2u * groups, e);
+                let v3 = value(t + 3u * groups, e);
                 run_a = add4(run_a, b * KT + t, groups, v0, v1, v2, v3);
                 run_b = add4(run_b, (b + RUNS) * KT + t, groups, v0, v1, v2, v3);
             }
             for (; t < count; t = t + groups) {
-                let v = value(t, c, e);
+                let v = value(t, e);
                 run_a = add(run_a, w_sh[b * KT + t], v);
                 run_b = add(run_b, w_sh[(b + RUNS) * KT + t], v);
             }
