@@ -99,6 +99,66 @@ pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     Ok((gpu, cpu))
 }
 
+/// Multiply-adds × 2 per second that the tensor cores do through wgpu's cooperative
+/// matrices (f16 × f16 → f32, 16 × 16 × 16) when nothing waits on memory (`peak.wgsl`):
+/// the ceiling of the tensor-core GEMMs, which do two such products (x's hi and lo parts)
+/// for each of the model's. None where the device runs no cooperative matrices.
+pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
+    if !dev.caps.coop {
+        return Ok(None);
+    }
+    let device = &dev.device;
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("tensor peak"),
+        source: wgpu::ShaderSource::Wgsl(include_str!("peak.wgsl").into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("tensor peak"),
+        layout: None,
+        module: &module,
+        entry_point: Some("peak"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
+    let a = Store::with_data(dev, &operands, "tensor peak operands")?;
+    let out = Store::new(dev, 4 * 2304, "tensor peak sums")?;
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: a.buffer.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: out.buffer.as_entire_binding() },
+        ],
+    });
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(gpu_err(format!("the tensor-core probe does not build: {e}")));
+    }
+    // peak.wgsl's ITERS × 8 products of 16³ a subgroup, 4 subgroups a workgroup.
+    let groups = 2048u32;
+    let flops = f64::from(groups) * 4.0 * 256.0 * 8.0 * 2.0 * 4096.0;
+    let run = || -> dory::Result<f64> {
+        let t0 = Instant::now();
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(groups, 1, 1);
+        }
+        dev.queue.submit([enc.finish()]);
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    run()?;
+    let mut times = (0..5).map(|_| run()).collect::<dory::Result<Vec<f64>>>()?;
+    times.sort_by(f64::total_cmp);
+    Ok(Some(flops / times[2]))
+}
+
 /// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
 /// them, enough that together they do not fit in the GPU's cache (so that a benchmark
 /// reads its weights from memory, as a model does).
@@ -174,4 +234,18 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
         bytes_per_s: mats[0].bytes() as f64 / secs,
         flops: 2.0 * (n * k * rows) as f64 / secs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+    #[test]
+    fn the_tensor_peak_probe_translates_for_vulkan() {
+        let module = naga::front::wgsl::parse_str(include_str!("peak.wgsl")).expect("peak.wgsl parses");
+        let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
+        let info = Validator::new(ValidationFlags::all(), caps).validate(&module).expect("peak.wgsl validates");
+        let options = naga::back::spv::Options::default();
+        naga::back::spv::write_vec(&module, &info, &options, None).expect("peak.wgsl translates to SPIR-V");
+    }
 }
