@@ -107,23 +107,51 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
     if !dev.caps.coop {
         return Ok(None);
     }
+    let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
+    // ITERS × 8 products of 16³ a subgroup, 4 subgroups a workgroup.
+    let per_group = 4.0 * 256.0 * 8.0 * 2.0 * 4096.0;
+    Ok(Some(probe_rate(dev, include_str!("peak.wgsl"), &operands, 4 * 2304, per_group)?))
+}
+
+/// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
+/// multiply in f32 (attention), nothing waiting on memory.
+pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
+    let operands: Vec<u8> = [0.999f32, 1e-3, 0.5].iter().cycle().take(12).flat_map(|v| v.to_le_bytes()).collect();
+    // ITERS × 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
+    let per_group = 256.0 * 1024.0 * 8.0 * 4.0 * 2.0;
+    probe_rate(dev, include_str!("peak_f32.wgsl"), &operands, 16 * 1024, per_group)
+}
+
+/// The most workgroups one dimension of a grid takes.
+const MAX_GROUPS: u32 = 65_535;
+
+/// Operations per second of `source`'s `peak` (binding 0: `operands`, binding 1:
+/// `out_bytes` of zeros; `per_group` operations a workgroup) in one dispatch of enough
+/// workgroups to take 50 ms or more (or as many as one dimension of a grid takes), timed on
+/// the wall clock: the median of 5.
+fn probe_rate(
+    dev: &Arc<GpuDevice>,
+    source: &str,
+    operands: &[u8],
+    out_bytes: u64,
+    per_group: f64,
+) -> dory::Result<f64> {
     let device = &dev.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("tensor peak"),
-        source: wgpu::ShaderSource::Wgsl(include_str!("peak.wgsl").into()),
+        label: Some("peak"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("tensor peak"),
+        label: Some("peak"),
         layout: None,
         module: &module,
         entry_point: Some("peak"),
         compilation_options: Default::default(),
         cache: None,
     });
-    let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
-    let a = Store::with_data(dev, &operands, "tensor peak operands")?;
-    let out = Store::new(dev, 4 * 2304, "tensor peak sums")?;
+    let a = Store::with_data(dev, operands, "peak operands")?;
+    let out = Store::new(dev, out_bytes, "peak sums")?;
     let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
@@ -133,12 +161,9 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
         ],
     });
     if let Some(e) = pollster::block_on(scope.pop()) {
-        return Err(gpu_err(format!("the tensor-core probe does not build: {e}")));
+        return Err(gpu_err(format!("a peak probe does not build: {e}")));
     }
-    // peak.wgsl's ITERS × 8 products of 16³ a subgroup, 4 subgroups a workgroup.
-    let groups = 2048u32;
-    let flops = f64::from(groups) * 4.0 * 256.0 * 8.0 * 2.0 * 4096.0;
-    let run = || -> dory::Result<f64> {
+    let run = |groups: u32| -> dory::Result<f64> {
         let t0 = Instant::now();
         let mut enc = device.create_command_encoder(&Default::default());
         {
@@ -153,10 +178,13 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
             .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
         Ok(t0.elapsed().as_secs_f64())
     };
-    run()?;
-    let mut times = (0..5).map(|_| run()).collect::<dory::Result<Vec<f64>>>()?;
+    let mut groups = 16;
+    while groups < MAX_GROUPS && run(groups)? < 0.05 {
+        groups = (groups * 4).min(MAX_GROUPS);
+    }
+    let mut times = (0..5).map(|_| run(groups)).collect::<dory::Result<Vec<f64>>>()?;
     times.sort_by(f64::total_cmp);
-    Ok(Some(flops / times[2]))
+    Ok(f64::from(groups) * per_group / times[2])
 }
 
 /// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
@@ -241,11 +269,17 @@ mod tests {
     use naga::valid::{Capabilities, ValidationFlags, Validator};
 
     #[test]
-    fn the_tensor_peak_probe_translates_for_vulkan() {
-        let module = naga::front::wgsl::parse_str(include_str!("peak.wgsl")).expect("peak.wgsl parses");
+    fn the_peak_probes_translate_for_vulkan() {
         let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        let info = Validator::new(ValidationFlags::all(), caps).validate(&module).expect("peak.wgsl validates");
-        let options = naga::back::spv::Options::default();
-        naga::back::spv::write_vec(&module, &info, &options, None).expect("peak.wgsl translates to SPIR-V");
+        for (name, source) in
+            [("peak.wgsl", include_str!("peak.wgsl")), ("peak_f32.wgsl", include_str!("peak_f32.wgsl"))]
+        {
+            let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let info = Validator::new(ValidationFlags::all(), caps)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
     }
 }

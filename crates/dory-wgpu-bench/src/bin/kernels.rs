@@ -54,9 +54,10 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     bench::warm_up(dev, Duration::from_millis(700)).map_err(err)?;
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
-    let tensor = bench::tensor_peak(dev).map_err(err)?;
+    let (tensor, fma) = (bench::tensor_peak(dev).map_err(err)?, bench::fma_peak(dev).map_err(err)?);
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
-        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor});
+        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
+        "f32_flops_per_s": fma});
     let config = match (arg("--model"), arg("--config")) {
         (Some(dir), _) => {
             let (bytes, dispatches) = per_token(dev, &dir)?;
