@@ -74,18 +74,30 @@ struct Fetch {
     slot: u32,
 }
 
+// The pieces an invocation copies of every tile, lid + n·WG for n < 4 (piece i is dims
+// 4e … 4e + 3 of key j, i = j·d/4 + e): (j << 8) | e each, found once (the divisions are
+// the copies' dearest step); j is KT where there is no such piece.
+fn pieces(lid: u32) -> vec4<u32> {
+    let d4 = p.d / 4u;
+    var at: vec4<u32>;
+    for (var n = 0u; n < 4u; n = n + 1u) {
+        let i = lid + n * WG;
+        at[n] = (select(KT, i / d4, i < KT * d4) << 8u) | (i % d4);
+    }
+    return at;
+}
+
 // The tile's first `count` keys of the walk from t0, read from the cache into registers
 // (the rest zero): a tile ahead of their use, so that the reads overlap the tile before.
-fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32) -> Fetch {
+fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fetch {
     let d4 = p.d / 4u;
     var f: Fetch;
     f.slot = select(0u, slot_of(walk_at(walk, t0 + lid)), lid < count);
     for (var n = 0u; n < 4u; n = n + 1u) {
-        let i = lid + n * WG;
-        let j = i / d4;
+        let j = at[n] >> 8u;
         var k = vec4<f32>(0.0);
-        if (i < KT * d4 && j < count) {
-            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + i % d4];
+        if (j < count) {
+            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + (at[n] & 255u)];
         }
         f.k[n] = k;
     }
@@ -93,16 +105,14 @@ fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32) -> Fetch {
 }
 
 // A fetched tile into k_sh and s_sh.
-fn store_tile(lid: u32, f: Fetch) {
-    let d4 = p.d / 4u;
+fn store_tile(lid: u32, f: Fetch, at: vec4<u32>) {
     if (lid < KT) {
         s_sh[lid] = f.slot;
     }
     for (var n = 0u; n < 4u; n = n + 1u) {
-        let i = lid + n * WG;
-        if (i < KT * d4) {
-            let j = i / d4;
-            let e = i % d4;
+        let j = at[n] >> 8u;
+        let e = at[n] & 255u;
+        if (j < KT) {
             k_sh[e * KT + (j ^ (e % 8u))] = f.k[n];
         }
     }
@@ -139,26 +149,25 @@ fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -
     return rescale(run, top);
 }
 
-// Pieces lid, lid + WG, … of the values of the tile's first `count` keys (their slots in
-// s_sh), as they sit in k_sh once stored.
-fn fetch_values(lid: u32, c: u32, count: u32) -> array<vec4<f32>, 4> {
-    let d4 = p.d / 4u;
+// The invocation's pieces (`pieces`) of the values of the tile's first `count` keys (their
+// slots in s_sh).
+fn fetch_values(c: u32, count: u32, at: vec4<u32>) -> array<vec4<f32>, 4> {
     var v: array<vec4<f32>, 4>;
     for (var n = 0u; n < 4u; n = n + 1u) {
-        let i = lid + n * WG;
-        if (i < KT * d4 && i / d4 < count) {
-            v[n] = vc[(s_sh[i / d4] * p.kv_heads + c) * d4 + i % d4];
+        let j = at[n] >> 8u;
+        if (j < count) {
+            v[n] = vc[(s_sh[j] * p.kv_heads + c) * (p.d / 4u) + (at[n] & 255u)];
         }
     }
     return v;
 }
 
-// Fetched values into k_sh (the keys scored: every invocation has passed a barrier since).
-fn store_values(lid: u32, v: array<vec4<f32>, 4>) {
+// Fetched values into k_sh as the cache holds them, piece i at i (the keys scored: every
+// invocation has passed a barrier since).
+fn store_values(lid: u32, v: array<vec4<f32>, 4>, at: vec4<u32>) {
     for (var n = 0u; n < 4u; n = n + 1u) {
-        let i = lid + n * WG;
-        if (i < KT * p.d / 4u) {
-            k_sh[i] = v[n];
+        if ((at[n] >> 8u) < KT) {
+            k_sh[lid + n * WG] = v[n];
         }
     }
 }
@@ -232,21 +241,22 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let groups = 1u << firstLeadingBit(KT / d4);
     let e = j / groups;
     let g = j % groups;
-    var next = fetch(lid, c, walk, start, min(KT, end - start));
+    let at = pieces(lid);
+    var next = fetch(lid, c, walk, start, min(KT, end - start), at);
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
-        store_tile(lid, next);
+        store_tile(lid, next, at);
         workgroupBarrier();
         if (t0 + KT < end) {
-            next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT));
+            next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
         let i = walk_at(walk, t0 + j);
         let dots = key_dots(j, qa, qb);
         run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
         run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
-        let values = fetch_values(lid, c, count);
+        let values = fetch_values(c, count, at);
         workgroupBarrier();
-        store_values(lid, values);
+        store_values(lid, values, at);
         workgroupBarrier();
         if (e < d4) {
             // Four keys' values loaded before any is used.
