@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::cache::{Keys, Rows};
 
 use super::prep::PrepBufs;
@@ -32,20 +31,20 @@ impl Slots {
     }
 }
 
-/// What attend.wgsl and attend_rows.wgsl take first: the step's rows, the cache's slots
-/// and the split.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Walk {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,
-    chunks: u32,
+params! {
+    /// What attend.wgsl and attend_rows.wgsl take first: the step's rows, the cache's slots
+    /// and the split.
+    pub struct Walk {
+        rows: u32,
+        pos0: u32,
+        kv_heads: u32,
+        d: u32,       // ≤ 128 in blocks (blocks.wgsl)
+        sinks: u32,
+        cap: u32,
+        window: u32,
+        per: u32,     // positions per chunk (in blocks, of the block's walk)
+        chunks: u32,
+    }
 }
 
 impl Walk {
@@ -64,16 +63,17 @@ impl Walk {
     }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    walk: Walk,
-    flags: u32,
-    row0: u32,
-    scale: f32,
-    rope_at: u32,
-    sample: u32,
-    eps: f32,
+params! {
+    /// attend.wgsl's parameters.
+    pub struct Params {
+        walk: Walk,
+        flags: u32,   // DIRECT | FUSED | ROTATE
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+        scale: f32,   // λ
+        rope_at: u32, // FUSED: prep.wgsl's fields
+        sample: u32,
+        eps: f32,
+    }
 }
 
 /// attend.wgsl's flags.
@@ -81,23 +81,25 @@ const DIRECT: u32 = 1;
 const FUSED: u32 = 2;
 const ROTATE: u32 = 4;
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct RowsParams {
-    walk: Walk,
-    direct: u32,
-    block0: u32,
-    scale: f32,
+params! {
+    /// The parameters of a prompt's attention in blocks (attend_rows.wgsl, attend_coop.wgsl).
+    pub struct RowsParams {
+        walk: Walk,
+        direct: u32,
+        block0: u32,  // first block of this dispatch (grids hold at most 65535 blocks)
+        scale: f32,   // λ
+    }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CombineParams {
-    kv_heads: u32,
-    d: u32,
-    chunks: u32,
-    row0: u32,
-    slice: u32,
+params! {
+    /// combine.wgsl's parameters.
+    pub struct CombineParams {
+        kv_heads: u32,
+        d: u32,
+        chunks: u32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+        slice: u32,   // dims a workgroup joins (divides d)
+    }
 }
 
 /// The dims a workgroup of combine.wgsl joins, for `heads` (rows × KV heads) workgroups

@@ -16,24 +16,7 @@
 // `sinks`, else in sinks + (j mod cap) (cap 0: slot j). A sliding ring is sinks 0,
 // cap = its slots; an exact full layer sinks 0, cap 0; a sealed one sinks ns, cap w.
 
-struct P {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,     // positions per chunk
-    chunks: u32,
-    flags: u32,   // DIRECT | FUSED | ROTATE
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-    scale: f32,   // λ
-    rope_at: u32, // FUSED: prep.wgsl's fields
-    sample: u32,
-    eps: f32,
-}
-var<immediate> p: P;
+// The parameters `p`: attend.rs's `Params` (kernels.rs declares their `struct P`).
 
 // One chunk, written normalised and gated into z (else into part).
 const DIRECT: u32 = 1u;

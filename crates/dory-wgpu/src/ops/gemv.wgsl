@@ -16,7 +16,7 @@
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
-// The parameters and bindings 0–3 are matmul.wgsl's.
+// The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;

@@ -17,17 +17,7 @@ override PRO: u32 = 0u;
 override XS: u32 = 2048u;  // vec4s of x the workgroup holds: at least 2 g8
 override SCALED: u32 = 0u; // 1: column j times scale[row0 + j] (the head)
 
-struct P {
-    k: u32,      // width of x (a multiple of 4)
-    g8: u32,     // groups of 8 weights in a stored row of W
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    xr0: u32,    // the row of x (and of o, h_next) in its buffer
-    eps: f32,
-    unshift: f32, // the sums times this (matmul.wgsl)
-    tiled: u32,   // W in tiles (dtype.wgsl's piece)
-}
-var<immediate> p: P;
+// The parameters `p`: matmul.rs's `RowParams` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;

@@ -2,24 +2,24 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::nystrom::Landmarks;
 
 use super::attend::AttendBufs;
 use crate::device::GpuDevice;
 use crate::record::{Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    kv_heads: u32,
-    d: u32,
-    m: u32,
-    slot: u32,
-    chunks: u32,
-    far: u32,
-    rect: u32,
-    scale: f32,
+params! {
+    /// o1.wgsl's parameters.
+    pub struct Params {
+        kv_heads: u32,
+        d: u32,
+        m: u32,
+        slot: u32,    // push: the leaving position's slot
+        chunks: u32,  // combine_sealed: chunks of the near set
+        far: u32,     // combine_sealed: 1 when the far span is not empty
+        rect: u32,
+        scale: f32,   // λ
+    }
 }
 
 /// The value o1.wgsl keeps for an empty far span's maximum: exp of it less any score is

@@ -8,17 +8,7 @@
 // statistics, rescaling to the new maximum as an online softmax does; `combine_sealed`
 // joins attend.wgsl's chunks over the near set with the far part.
 
-struct P {
-    kv_heads: u32,
-    d: u32,
-    m: u32,
-    slot: u32,    // push: the leaving position's slot
-    chunks: u32,  // combine_sealed: chunks of the near set
-    far: u32,     // combine_sealed: 1 when the far span is not empty
-    rect: u32,
-    scale: f32,   // λ
-}
-var<immediate> p: P;
+// The parameters `p`: o1.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> kc: array<f32>;
 @group(0) @binding(1) var<storage, read> vc: array<f32>;
