@@ -20,49 +20,50 @@ pub enum Reduce {
     Shared,
 }
 
-/// A library shared by modules.
-#[derive(Debug)]
-pub enum Lib {
-    /// Stored weights widened in the shader (`ops/dtype.wgsl`).
-    Dtype,
-    /// The bindings of the projections of several rows (`ops/matmul.wgsl`).
-    Matmul,
-    /// Where a position sits in a layer's cache (`ops/slots.wgsl`).
-    Slots,
-    /// Which positions a row sees (`ops/seen.wgsl`).
-    Seen,
-    /// The group size, joining key groups and the gate (`ops/attention.wgsl`).
-    Attention,
-    /// The nGPT residual of a row (`ops/ngpt.wgsl`).
-    Ngpt,
-    /// That residual run in place on h, its reads and writes (`ops/in_place.wgsl`).
-    InPlace,
-    /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
-    Glu,
-    /// x's rows cut into f16 parts for the tensor cores (`ops/parts.wgsl`).
-    Parts,
-    /// The bindings of a prompt's attention in blocks (`ops/blocks.wgsl`).
-    Blocks,
-    /// A row's split attention joined where a projection reads it (`ops/join.wgsl`).
-    Join,
+/// Declares `Lib`, each library with its file, once.
+macro_rules! libs {
+    ($($(#[$doc:meta])* $lib:ident => $file:literal,)*) => {
+        /// A library shared by modules: a whole WGSL file.
+        #[derive(Debug)]
+        pub enum Lib {
+            $($(#[$doc])* $lib,)*
+        }
+
+        impl Lib {
+            fn text(&self) -> &'static str {
+                match self {
+                    $(Lib::$lib => include_str!($file),)*
+                }
+            }
+        }
+    };
 }
 
-impl Lib {
-    fn text(&self) -> &'static str {
-        match self {
-            Lib::Dtype => include_str!("ops/dtype.wgsl"),
-            Lib::Matmul => include_str!("ops/matmul.wgsl"),
-            Lib::Slots => include_str!("ops/slots.wgsl"),
-            Lib::Seen => include_str!("ops/seen.wgsl"),
-            Lib::Attention => include_str!("ops/attention.wgsl"),
-            Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
-            Lib::InPlace => include_str!("ops/in_place.wgsl"),
-            Lib::Glu => include_str!("ops/glu.wgsl"),
-            Lib::Parts => include_str!("ops/parts.wgsl"),
-            Lib::Blocks => include_str!("ops/blocks.wgsl"),
-            Lib::Join => include_str!("ops/join.wgsl"),
-        }
-    }
+libs! {
+    /// Stored weights widened in the shader.
+    Dtype => "ops/dtype.wgsl",
+    /// The bindings of the projections of several rows.
+    Matmul => "ops/matmul.wgsl",
+    /// Where a position sits in a layer's cache.
+    Slots => "ops/slots.wgsl",
+    /// Which positions a row sees.
+    Seen => "ops/seen.wgsl",
+    /// The gate's inputs and z (bindings 3–5), the group size, joining key groups and the gate.
+    Attention => "ops/attention.wgsl",
+    /// The nGPT residual of a row.
+    Ngpt => "ops/ngpt.wgsl",
+    /// That residual run in place on h, its reads and writes.
+    InPlace => "ops/in_place.wgsl",
+    /// That residual formed on the way in to a one-row projection, its bindings and reads.
+    NgptIn => "ops/ngpt_in.wgsl",
+    /// SwiGLU formed where a projection reads its input.
+    Glu => "ops/glu.wgsl",
+    /// x's rows cut into f16 parts for the tensor cores.
+    Parts => "ops/parts.wgsl",
+    /// The bindings of a prompt's attention in blocks.
+    Blocks => "ops/blocks.wgsl",
+    /// A row's split attention joined where a projection reads it.
+    Join => "ops/join.wgsl",
 }
 
 /// One WGSL module: an op's file, its parameters (the fields of its `struct P`), the
@@ -86,9 +87,9 @@ pub const MODULES: &[Module] = &[
         "gemv",
         include_str!("ops/gemv.wgsl"),
         matmul::Params::FIELDS,
-        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu, Lib::Join],
+        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join],
     ),
-    module("gemv1", include_str!("ops/gemv1.wgsl"), matmul::RowParams::FIELDS, &[Lib::Dtype, Lib::Ngpt]),
+    module("gemv1", include_str!("ops/gemv1.wgsl"), matmul::RowParams::FIELDS, &[Lib::Dtype, Lib::Ngpt, Lib::NgptIn]),
     module("gemm", include_str!("ops/gemm.wgsl"), matmul::Params::FIELDS, &[Lib::Dtype, Lib::Matmul]),
     Module {
         coop: true,

@@ -228,7 +228,6 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     let kernels = &rec.dev().kernels;
     let combine = kernels.combine;
     let direct = a.join && split.chunks == 1;
-    let pb = b.prep;
     if in_blocks(&kernels.options, c.head_dim, at.rows, a.prep.is_some()) {
         record_blocks(rec, c, b, &a, direct);
     } else {
@@ -237,12 +236,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     if direct || !a.join {
         return;
     }
-    let binds = [
-        (0, Bind::Buf(b.part.clone())),
-        (1, Bind::Buf(pb.qkvg.clone())),
-        (2, Bind::Buf(b.gate_scale.clone())),
-        (3, Bind::Buf(b.z.clone())),
-    ];
+    let binds = join_binds(b);
     row_batches(at.rows, |row0, n| {
         let (d, slice) = (c.head_dim, combine_slice(c.head_dim, n as usize * c.kv_heads));
         let p = CombineParams {
@@ -256,18 +250,23 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     });
 }
 
-/// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
-fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
-    let pb = b.prep;
-    vec![
-        (0, Bind::Buf(pb.q.clone())),
-        (1, Bind::Buf(pb.k.clone())),
-        (2, Bind::Buf(pb.v.clone())),
-        (3, Bind::Buf(pb.qkvg.clone())),
+/// The bindings every attention kernel that joins or gates shares: attention.wgsl's gate
+/// and z, and the chunks' partials.
+pub fn join_binds(b: &AttendBufs) -> [(u32, Bind); 4] {
+    [
+        (3, Bind::Buf(b.prep.qkvg.clone())),
         (4, Bind::Buf(b.gate_scale.clone())),
         (5, Bind::Buf(b.z.clone())),
         (6, Bind::Buf(b.part.clone())),
     ]
+}
+
+/// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
+fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
+    let pb = b.prep;
+    let mut binds = vec![(0, Bind::Buf(pb.q.clone())), (1, Bind::Buf(pb.k.clone())), (2, Bind::Buf(pb.v.clone()))];
+    binds.extend(join_binds(b));
+    binds
 }
 
 /// attend_rows.wgsl, or attend_coop.wgsl where prep left the queries' parts, over the

@@ -37,9 +37,7 @@ fn width() -> u32 {
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> vc: array<f32>;
-@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> z: array<f32>;
+// Bindings 3–5 (qkvg, gate_scale, z) are attention.wgsl's.
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> up: array<f32>;
 @group(0) @binding(8) var<storage, read> q_scale: array<f32>;

@@ -14,11 +14,9 @@
 @group(0) @binding(1) var<storage, read> vc: array<f32>;
 @group(0) @binding(2) var<storage, read_write> lm: array<f32>;
 
-@group(0) @binding(3) var<storage, read> part: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> q: array<f32>;
-@group(0) @binding(5) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(6) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(7) var<storage, read_write> z: array<f32>;
+// combine_sealed: qkvg, gate_scale and z are attention.wgsl's.
+@group(0) @binding(6) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> q: array<f32>;
 
 const WG: u32 = 64u;
 
