@@ -1,5 +1,6 @@
 //! The compute pipelines, created once per device: every op's WGSL module, prefixed by
-//! the shared libraries it uses (`ops/reduce_*.wgsl` and `ops/reduce.wgsl` always, and
+//! its parameters' `struct P` (written from the Rust struct its dispatch pushes, `params!`)
+//! and the shared libraries it uses (`ops/reduce_*.wgsl` and `ops/reduce.wgsl` always, and
 //! those its `Module` lists). The libraries are whole WGSL files, not fragments: a module
 //! is their concatenation, the way a C file includes headers, so that each kernel and
 //! each piece shared by kernels is written once, and the reduction strategy (subgroups
@@ -8,6 +9,7 @@
 use dory::weights::DType;
 
 use crate::error::gpu_err;
+use crate::ops::{attend, copy, embed, matmul, mix, o1, prep, residual, swiglu, Field};
 
 /// How the kernels reduce across a workgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,89 +20,116 @@ pub enum Reduce {
     Shared,
 }
 
-/// A library shared by modules.
-#[derive(Debug)]
-pub enum Lib {
-    /// Stored weights widened in the shader (`ops/dtype.wgsl`).
-    Dtype,
-    /// The parameters and bindings of the projections of several rows (`ops/matmul.wgsl`).
-    Matmul,
-    /// Where a position sits in a layer's cache (`ops/slots.wgsl`).
-    Slots,
-    /// Which positions a row sees (`ops/seen.wgsl`).
-    Seen,
-    /// The group size, joining key groups and the gate (`ops/attention.wgsl`).
-    Attention,
-    /// The nGPT residual of a row (`ops/ngpt.wgsl`).
-    Ngpt,
-    /// That residual run in place on h, its reads and writes (`ops/in_place.wgsl`).
-    InPlace,
-    /// SwiGLU formed where a projection reads its input (`ops/glu.wgsl`).
-    Glu,
-    /// x's rows cut into f16 parts for the tensor cores (`ops/parts.wgsl`).
-    Parts,
-    /// The parameters and bindings of a prompt's attention in blocks (`ops/blocks.wgsl`).
-    Blocks,
-    /// A row's split attention joined where a projection reads it (`ops/join.wgsl`).
-    Join,
-}
-
-impl Lib {
-    fn text(&self) -> &'static str {
-        match self {
-            Lib::Dtype => include_str!("ops/dtype.wgsl"),
-            Lib::Matmul => include_str!("ops/matmul.wgsl"),
-            Lib::Slots => include_str!("ops/slots.wgsl"),
-            Lib::Seen => include_str!("ops/seen.wgsl"),
-            Lib::Attention => include_str!("ops/attention.wgsl"),
-            Lib::Ngpt => include_str!("ops/ngpt.wgsl"),
-            Lib::InPlace => include_str!("ops/in_place.wgsl"),
-            Lib::Glu => include_str!("ops/glu.wgsl"),
-            Lib::Parts => include_str!("ops/parts.wgsl"),
-            Lib::Blocks => include_str!("ops/blocks.wgsl"),
-            Lib::Join => include_str!("ops/join.wgsl"),
+/// Declares `Lib`, each library with its file, once.
+macro_rules! libs {
+    ($($(#[$doc:meta])* $lib:ident => $file:literal,)*) => {
+        /// A library shared by modules: a whole WGSL file.
+        #[derive(Debug)]
+        pub enum Lib {
+            $($(#[$doc])* $lib,)*
         }
-    }
+
+        impl Lib {
+            fn text(&self) -> &'static str {
+                match self {
+                    $(Lib::$lib => include_str!($file),)*
+                }
+            }
+        }
+    };
 }
 
-/// One WGSL module: an op's file, the libraries it uses, and whether it runs on
-/// cooperative matrices (adapters with f16 tensor cores only).
+libs! {
+    /// Stored weights widened in the shader.
+    Dtype => "ops/dtype.wgsl",
+    /// The bindings of the projections of several rows.
+    Matmul => "ops/matmul.wgsl",
+    /// Where a position sits in a layer's cache.
+    Slots => "ops/slots.wgsl",
+    /// Which positions a row sees.
+    Seen => "ops/seen.wgsl",
+    /// The gate's inputs and z (bindings 3–5), the group size, joining key groups and the gate.
+    Attention => "ops/attention.wgsl",
+    /// The nGPT residual of a row.
+    Ngpt => "ops/ngpt.wgsl",
+    /// That residual run in place on h, its reads and writes.
+    InPlace => "ops/in_place.wgsl",
+    /// That residual formed on the way in to a one-row projection, its bindings and reads.
+    NgptIn => "ops/ngpt_in.wgsl",
+    /// SwiGLU formed where a projection reads its input.
+    Glu => "ops/glu.wgsl",
+    /// x's rows cut into f16 parts for the tensor cores.
+    Parts => "ops/parts.wgsl",
+    /// The bindings of a prompt's attention in blocks.
+    Blocks => "ops/blocks.wgsl",
+    /// A row's split attention joined where a projection reads it.
+    Join => "ops/join.wgsl",
+}
+
+/// One WGSL module: an op's file, its parameters (the fields of its `struct P`), the
+/// libraries it uses, and whether it runs on cooperative matrices (adapters with f16 tensor
+/// cores only).
 #[derive(Debug)]
 pub struct Module {
     pub name: &'static str,
     pub source: &'static str,
+    pub params: &'static [Field],
     pub libs: &'static [Lib],
     pub coop: bool,
 }
 
-const fn module(name: &'static str, source: &'static str, libs: &'static [Lib]) -> Module {
-    Module { name, source, libs, coop: false }
+const fn module(name: &'static str, source: &'static str, params: &'static [Field], libs: &'static [Lib]) -> Module {
+    Module { name, source, params, libs, coop: false }
 }
 
 pub const MODULES: &[Module] = &[
-    module("gemv", include_str!("ops/gemv.wgsl"), &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::Glu, Lib::Join]),
-    module("gemv1", include_str!("ops/gemv1.wgsl"), &[Lib::Dtype, Lib::Ngpt]),
-    module("gemm", include_str!("ops/gemm.wgsl"), &[Lib::Dtype, Lib::Matmul]),
-    Module { coop: true, ..module("split", include_str!("ops/split.wgsl"), &[Lib::Glu, Lib::Parts, Lib::Join]) },
-    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), &[]) },
-    module("embed", include_str!("ops/embed.wgsl"), &[Lib::Dtype]),
-    module("mix", include_str!("ops/mix.wgsl"), &[Lib::Ngpt, Lib::InPlace]),
-    module("residual", include_str!("ops/residual.wgsl"), &[Lib::Ngpt, Lib::InPlace, Lib::Parts]),
-    module("swiglu", include_str!("ops/swiglu.wgsl"), &[]),
-    module("copy", include_str!("ops/copy.wgsl"), &[]),
-    module("prep", include_str!("ops/prep.wgsl"), &[Lib::Slots]),
-    module("attend", include_str!("ops/attend.wgsl"), &[Lib::Slots, Lib::Seen, Lib::Attention]),
-    module("attend_rows", include_str!("ops/attend_rows.wgsl"), &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention]),
+    module(
+        "gemv",
+        include_str!("ops/gemv.wgsl"),
+        matmul::Params::FIELDS,
+        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join],
+    ),
+    module("gemv1", include_str!("ops/gemv1.wgsl"), matmul::RowParams::FIELDS, &[Lib::Dtype, Lib::Ngpt, Lib::NgptIn]),
+    module("gemm", include_str!("ops/gemm.wgsl"), matmul::Params::FIELDS, &[Lib::Dtype, Lib::Matmul]),
+    Module {
+        coop: true,
+        ..module(
+            "split",
+            include_str!("ops/split.wgsl"),
+            matmul::SplitParams::FIELDS,
+            &[Lib::Glu, Lib::Parts, Lib::Join],
+        )
+    },
+    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[]) },
+    module("embed", include_str!("ops/embed.wgsl"), embed::Params::FIELDS, &[Lib::Dtype]),
+    module("mix", include_str!("ops/mix.wgsl"), mix::Params::FIELDS, &[Lib::Ngpt, Lib::InPlace]),
+    module(
+        "residual",
+        include_str!("ops/residual.wgsl"),
+        residual::Params::FIELDS,
+        &[Lib::Ngpt, Lib::InPlace, Lib::Parts],
+    ),
+    module("swiglu", include_str!("ops/swiglu.wgsl"), swiglu::Params::FIELDS, &[]),
+    module("copy", include_str!("ops/copy.wgsl"), copy::Params::FIELDS, &[]),
+    module("prep", include_str!("ops/prep.wgsl"), prep::Params::FIELDS, &[Lib::Slots]),
+    module("attend", include_str!("ops/attend.wgsl"), attend::Params::FIELDS, &[Lib::Slots, Lib::Seen, Lib::Attention]),
+    module(
+        "attend_rows",
+        include_str!("ops/attend_rows.wgsl"),
+        attend::RowsParams::FIELDS,
+        &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention],
+    ),
     Module {
         coop: true,
         ..module(
             "attend_coop",
             include_str!("ops/attend_coop.wgsl"),
+            attend::RowsParams::FIELDS,
             &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention],
         )
     },
-    module("combine", include_str!("ops/combine.wgsl"), &[Lib::Attention]),
-    module("o1", include_str!("ops/o1.wgsl"), &[Lib::Attention]),
+    module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention]),
+    module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention]),
 ];
 
 /// The text of `module` over the reduction library `reduce`.
@@ -112,6 +141,7 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
     // WGSL wants its `enable` directives before anything else.
     let (enables, body): (Vec<&str>, Vec<&str>) = module.source.lines().partition(|l| l.starts_with("enable "));
     let mut text: String = enables.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str(&crate::ops::wgsl(module.params));
     text.push_str(lib);
     text.push_str(include_str!("ops/reduce.wgsl"));
     for l in module.libs {

@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::cache::{Keys, Rows};
 
 use super::prep::PrepBufs;
@@ -32,20 +31,20 @@ impl Slots {
     }
 }
 
-/// What attend.wgsl and attend_rows.wgsl take first: the step's rows, the cache's slots
-/// and the split.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Walk {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,
-    chunks: u32,
+params! {
+    /// What attend.wgsl and attend_rows.wgsl take first: the step's rows, the cache's slots
+    /// and the split.
+    pub struct Walk {
+        rows: u32,
+        pos0: u32,
+        kv_heads: u32,
+        d: u32,       // ≤ 128 in blocks (blocks.wgsl)
+        sinks: u32,
+        cap: u32,
+        window: u32,
+        per: u32,     // positions per chunk (in blocks, of the block's walk)
+        chunks: u32,
+    }
 }
 
 impl Walk {
@@ -64,16 +63,17 @@ impl Walk {
     }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    walk: Walk,
-    flags: u32,
-    row0: u32,
-    scale: f32,
-    rope_at: u32,
-    sample: u32,
-    eps: f32,
+params! {
+    /// attend.wgsl's parameters.
+    pub struct Params {
+        walk: Walk,
+        flags: u32,   // DIRECT | FUSED | ROTATE
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+        scale: f32,   // λ
+        rope_at: u32, // FUSED: prep.wgsl's fields
+        sample: u32,
+        eps: f32,
+    }
 }
 
 /// attend.wgsl's flags.
@@ -81,23 +81,25 @@ const DIRECT: u32 = 1;
 const FUSED: u32 = 2;
 const ROTATE: u32 = 4;
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct RowsParams {
-    walk: Walk,
-    direct: u32,
-    block0: u32,
-    scale: f32,
+params! {
+    /// The parameters of a prompt's attention in blocks (attend_rows.wgsl, attend_coop.wgsl).
+    pub struct RowsParams {
+        walk: Walk,
+        direct: u32,
+        block0: u32,  // first block of this dispatch (grids hold at most 65535 blocks)
+        scale: f32,   // λ
+    }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CombineParams {
-    kv_heads: u32,
-    d: u32,
-    chunks: u32,
-    row0: u32,
-    slice: u32,
+params! {
+    /// combine.wgsl's parameters.
+    pub struct CombineParams {
+        kv_heads: u32,
+        d: u32,
+        chunks: u32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+        slice: u32,   // dims a workgroup joins (divides d)
+    }
 }
 
 /// The dims a workgroup of combine.wgsl joins, for `heads` (rows × KV heads) workgroups
@@ -231,7 +233,6 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     let kernels = &rec.dev().kernels;
     let combine = kernels.combine;
     let direct = a.join && split.chunks == 1;
-    let pb = b.prep;
     if in_blocks(&kernels.options, c.head_dim, at.rows, a.prep.is_some()) {
         record_blocks(rec, c, b, &a, direct);
     } else {
@@ -240,12 +241,7 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     if direct || !a.join {
         return;
     }
-    let binds = [
-        (0, Bind::Buf(b.part.clone())),
-        (1, Bind::Buf(pb.qkvg.clone())),
-        (2, Bind::Buf(b.gate_scale.clone())),
-        (3, Bind::Buf(b.z.clone())),
-    ];
+    let binds = join_binds(b);
     row_batches(at.rows, |row0, n| {
         let (d, slice) = (c.head_dim, combine_slice(c.head_dim, n as usize * c.kv_heads));
         let p = CombineParams {
@@ -259,18 +255,23 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     });
 }
 
-/// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
-fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
-    let pb = b.prep;
-    vec![
-        (0, Bind::Buf(pb.q.clone())),
-        (1, Bind::Buf(pb.k.clone())),
-        (2, Bind::Buf(pb.v.clone())),
-        (3, Bind::Buf(pb.qkvg.clone())),
+/// The bindings every attention kernel that joins or gates shares: attention.wgsl's gate
+/// and z, and the chunks' partials.
+pub fn join_binds(b: &AttendBufs) -> [(u32, Bind); 4] {
+    [
+        (3, Bind::Buf(b.prep.qkvg.clone())),
         (4, Bind::Buf(b.gate_scale.clone())),
         (5, Bind::Buf(b.z.clone())),
         (6, Bind::Buf(b.part.clone())),
     ]
+}
+
+/// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
+fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
+    let pb = b.prep;
+    let mut binds = vec![(0, Bind::Buf(pb.q.clone())), (1, Bind::Buf(pb.k.clone())), (2, Bind::Buf(pb.v.clone()))];
+    binds.extend(join_binds(b));
+    binds
 }
 
 /// attend_rows.wgsl, or attend_coop.wgsl where prep left the queries' parts, over the

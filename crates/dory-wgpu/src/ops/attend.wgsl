@@ -16,24 +16,7 @@
 // `sinks`, else in sinks + (j mod cap) (cap 0: slot j). A sliding ring is sinks 0,
 // cap = its slots; an exact full layer sinks 0, cap 0; a sealed one sinks ns, cap w.
 
-struct P {
-    rows: u32,
-    pos0: u32,
-    kv_heads: u32,
-    d: u32,
-    sinks: u32,
-    cap: u32,
-    window: u32,
-    per: u32,     // positions per chunk
-    chunks: u32,
-    flags: u32,   // DIRECT | FUSED | ROTATE
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-    scale: f32,   // λ
-    rope_at: u32, // FUSED: prep.wgsl's fields
-    sample: u32,
-    eps: f32,
-}
-var<immediate> p: P;
+// The parameters `p`: attend.rs's `Params` (kernels.rs declares their `struct P`).
 
 // One chunk, written normalised and gated into z (else into part).
 const DIRECT: u32 = 1u;
@@ -54,9 +37,7 @@ fn width() -> u32 {
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> vc: array<f32>;
-@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> z: array<f32>;
+// Bindings 3–5 (qkvg, gate_scale, z) are attention.wgsl's.
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> up: array<f32>;
 @group(0) @binding(8) var<storage, read> q_scale: array<f32>;

@@ -1,5 +1,11 @@
-// What the attention kernels share (attend.wgsl, combine.wgsl, o1.wgsl). Each module that
-// includes this binds `qkvg`, `gate_scale` and `z` under those names.
+// What the attention kernels share (attend.wgsl, attend_rows.wgsl, attend_coop.wgsl,
+// combine.wgsl, o1.wgsl): the gate's inputs and the gated output, bound alike in each
+// (attend.rs's `join_binds`, with the chunks' partials `part`, which each declares at
+// binding 6 as it reads or writes them), and the join of key groups and the gate.
+
+@group(0) @binding(3) var<storage, read> qkvg: array<f32>;
+@group(0) @binding(4) var<storage, read> gate_scale: array<f32>;
+@group(0) @binding(5) var<storage, read_write> z: array<f32>;
 
 // Query heads per KV head (spec §1: H = 4K): the four lanes of the vec4s that hold a KV
 // head's scores, sums and value sums.

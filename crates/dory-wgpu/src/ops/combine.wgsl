@@ -5,19 +5,10 @@
 // a workgroup per KV head alone would walk them in a long chain of loads on a few of the
 // GPU's cores.
 
-struct P {
-    kv_heads: u32,
-    d: u32,
-    chunks: u32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-    slice: u32,   // dims a workgroup joins (divides d)
-}
-var<immediate> p: P;
+// The parameters `p`: attend.rs's `CombineParams` (kernels.rs declares their `struct P`).
 
-@group(0) @binding(0) var<storage, read> part: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(2) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(3) var<storage, read_write> z: array<f32>;
+// qkvg, gate_scale and z are attention.wgsl's.
+@group(0) @binding(6) var<storage, read> part: array<vec4<f32>>;
 
 const WG: u32 = 256u;
 

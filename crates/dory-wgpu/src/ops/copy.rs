@@ -2,20 +2,19 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
-
 use super::MAX_GROUPS;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    pub len: u32,
-    pub src_at: u32,
-    pub dst_at: u32,
-    pub moves_at: u32,
-    pub moves: u32,
-    pub span: u32,
+params! {
+    /// copy.wgsl's parameters.
+    pub struct Params {
+        len: u32,      // floats to copy (copy), or floats per slot (copy_slots)
+        src_at: u32,
+        dst_at: u32,
+        moves_at: u32, // copy_slots: the pairs' offset in `up`
+        moves: u32,    // copy_slots: how many pairs
+        span: u32,     // invocations along x of the grid (for grids taller than one row)
+    }
 }
 
 /// dst[dst_at..][..len] ← src[src_at..][..len], in floats.

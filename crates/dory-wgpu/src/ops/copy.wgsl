@@ -2,15 +2,7 @@
 // would end the compute pass): `copy` moves one contiguous run, `copy_slots` the cache
 // rows that a relayout or a seal lists as (old slot, new slot) pairs in `up`.
 
-struct P {
-    len: u32,      // floats to copy (copy), or floats per slot (copy_slots)
-    src_at: u32,
-    dst_at: u32,
-    moves_at: u32, // copy_slots: the pairs' offset in `up`
-    moves: u32,    // copy_slots: how many pairs
-    span: u32,     // invocations along x of the grid (for grids taller than one row)
-}
-var<immediate> p: P;
+// The parameters `p`: copy.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;

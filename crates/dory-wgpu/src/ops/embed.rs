@@ -1,22 +1,21 @@
 //! x ← embed[ids] (`embed.wgsl`).
 
-use bytemuck::{Pod, Zeroable};
-
 use super::row_batches;
 use crate::kernels::dtype_index;
 use crate::model::Matrix;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    d: u32,
-    dp: u32,
-    rows: u32,
-    ids_at: u32,
-    id0: u32,
-    part_rows: u32,
-    row0: u32,
+params! {
+    /// embed.wgsl's parameters.
+    pub struct Params {
+        d: u32,         // hidden
+        dp: u32,        // stored row width (d padded to a multiple of 8)
+        rows: u32,
+        ids_at: u32,    // the ids' offset in `up`
+        id0: u32,
+        part_rows: u32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+    }
 }
 
 pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids: &[u32]) {

@@ -2,16 +2,7 @@
 // The table is bound in parts of whole rows (ids id0 … id0 + part_rows − 1); a row whose
 // id another part holds is left to that part's dispatch.
 
-struct P {
-    d: u32,         // hidden
-    dp: u32,        // stored row width (d padded to a multiple of 8)
-    rows: u32,
-    ids_at: u32,    // the ids' offset in `up`
-    id0: u32,
-    part_rows: u32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-}
-var<immediate> p: P;
+// The parameters `p`: embed.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> up: array<u32>;

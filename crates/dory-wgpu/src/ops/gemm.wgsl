@@ -1,8 +1,8 @@
 // out[r, row0 + j] ← Σ_i x[xr0 + r, i] · W[j, i] for many rows: each workgroup computes a
 // 64 × 64 tile of out (64 rows of x, 64 rows of W), walking i in slices of 16 that it
 // stages through workgroup memory; each invocation holds a 4 × 4 block of the tile.
-// `gemm_scaled` multiplies column j by scale[row0 + j]. The parameters and bindings are
-// matmul.wgsl's.
+// `gemm_scaled` multiplies column j by scale[row0 + j]. The parameters are
+// matmul.rs's `Params`, the bindings matmul.wgsl's.
 
 const BM: u32 = 64u;
 const BN: u32 = 64u;

@@ -42,17 +42,7 @@ override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
 
-struct P {
-    k16: u32,    // width of a row of x's parts and of W (k rounded up to 16)
-    n: u32,      // width of a row of out
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    yr0: u32,    // first row of out
-    rows: u32,   // rows of x and out
-    lo: u32,     // where x's lo part starts in xa (halves)
-    unshift: f32, // the sums times this (matmul.wgsl)
-}
-var<immediate> p: P;
+// The parameters `p`: matmul.rs's `CoopParams` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> w: array<f16>;
 @group(0) @binding(1) var<storage, read> xa: array<f16>;

@@ -16,7 +16,7 @@
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
-// The parameters and bindings 0–3 are matmul.wgsl's.
+// The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
 
 override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
@@ -28,14 +28,11 @@ const UNROLL: u32 = 4u;
 
 const LANES: u32 = 32u;
 
-// RES = 1 (bound to x, x and a stand-in elsewhere): the sub-layer output, the residual's
-// alpha, and where workgroup 0 writes the new hidden state; COMBINE = 1: the row of qkvg
-// (its gates) and the gates' scale, and the stand-in. Every entry point
-// reaches all three (wgpu derives a pipeline's layout from what its entry point reaches),
-// so that matmul.rs binds every variant alike.
-@group(0) @binding(4) var<storage, read> o: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read> alpha: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> h_next: array<vec4<f32>>;
+// Bindings 4–6 are ngpt_in.wgsl's, `o`, `alpha` and `h_next`: RES = 1 (bound to x, x and a
+// stand-in elsewhere): the sub-layer output, the residual's alpha, and where workgroup 0
+// writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
+// scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
+// layout from what its entry point reaches), so that matmul.rs binds every variant alike.
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
@@ -44,15 +41,8 @@ var<private> res: vec3<f32>;
 const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
-// The residual's reads and writes (ngpt.wgsl): y, unnormalised, goes to y_sh.
-fn res_h(base: u32, e: u32) -> vec4<f32> {
-    return x[base + e];
-}
-
-fn res_o(base: u32, e: u32) -> vec4<f32> {
-    return o[base + e];
-}
-
+// The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes
+// to y_sh.
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
     y_sh[e] = y;
 }

@@ -17,17 +17,7 @@ override PRO: u32 = 0u;
 override XS: u32 = 2048u;  // vec4s of x the workgroup holds: at least 2 g8
 override SCALED: u32 = 0u; // 1: column j times scale[row0 + j] (the head)
 
-struct P {
-    k: u32,      // width of x (a multiple of 4)
-    g8: u32,     // groups of 8 weights in a stored row of W
-    row0: u32,   // first column of out this part covers
-    rows_w: u32, // rows of this part of W
-    xr0: u32,    // the row of x (and of o, h_next) in its buffer
-    eps: f32,
-    unshift: f32, // the sums times this (matmul.wgsl)
-    tiled: u32,   // W in tiles (dtype.wgsl's piece)
-}
-var<immediate> p: P;
+// The parameters `p`: matmul.rs's `RowParams` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -35,11 +25,8 @@ var<immediate> p: P;
 // The head's column scale (SCALED), or SwiGLU's [gate_scale | up_scale] (PRO 2);
 // bound to x where neither reads it.
 @group(0) @binding(3) var<storage, read> scale: array<vec4<f32>>;
-// PRO 1 only (bound to x elsewhere): the sub-layer output, the residual's alpha, and
-// where workgroup 0 writes the new hidden state.
-@group(0) @binding(4) var<storage, read> o: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read> alpha: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> h_next: array<vec4<f32>>;
+// Bindings 4–6 are ngpt_in.wgsl's, PRO 1 only (bound to x elsewhere): the sub-layer
+// output, the residual's alpha, and where workgroup 0 writes the new hidden state.
 
 const WG: u32 = 256u;
 const LANES: u32 = 32u;
@@ -78,15 +65,7 @@ fn prologue(lid: u32, wid: u32) -> f32 {
     return 1.0;
 }
 
-// The residual's reads and writes (ngpt.wgsl): h is x, y goes to x_sh.
-fn res_h(base: u32, e: u32) -> vec4<f32> {
-    return x[base + e];
-}
-
-fn res_o(base: u32, e: u32) -> vec4<f32> {
-    return o[base + e];
-}
-
+// The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y goes to x_sh.
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
     x_sh[e] = y;
 }

@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::config::GROUP;
 
 use crate::kernels::{dtype_index, Coop};
@@ -17,37 +16,38 @@ use crate::model::Matrix;
 use crate::ops::{residual, row_batches};
 use crate::record::{groups_for, Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    k: u32,
-    g8: u32,
-    n: u32,
-    row0: u32,
-    rows_w: u32,
-    xr0: u32,
-    yr0: u32,
-    rows: u32,
-    eps: f32,
-    unshift: f32,
-    tiled: u32,
-    kv_heads: u32,
-    d: u32,
-    chunks: u32,
+params! {
+    /// The parameters of the projections of several rows (gemv.wgsl, gemm.wgsl).
+    pub struct Params {
+        k: u32,      // width of a row of x (a multiple of 4)
+        g8: u32,     // groups of 8 weights in a stored row of W
+        n: u32,      // width of a row of out
+        row0: u32,   // first column of out this part covers
+        rows_w: u32, // rows of this part of W
+        xr0: u32,    // first row of x
+        yr0: u32,    // first row of out
+        rows: u32,   // rows of x and out
+        eps: f32,    // the residual's (gemv.wgsl's RES)
+        unshift: f32, // the sums times this: 2^-shift of a bf16 W held as f16 (model.rs), else 1
+        tiled: u32,   // W in tiles (dtype.wgsl's piece)
+        kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
+        d: u32,
+        chunks: u32,
+    }
 }
 
-/// gemv1.wgsl's parameters.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct RowParams {
-    k: u32,
-    g8: u32,
-    row0: u32,
-    rows_w: u32,
-    xr0: u32,
-    eps: f32,
-    unshift: f32,
-    tiled: u32,
+params! {
+    /// gemv1.wgsl's parameters.
+    pub struct RowParams {
+        k: u32,      // width of x (a multiple of 4)
+        g8: u32,     // groups of 8 weights in a stored row of W
+        row0: u32,   // first column of out this part covers
+        rows_w: u32, // rows of this part of W
+        xr0: u32,    // the row of x (and of o, h_next) in its buffer
+        eps: f32,
+        unshift: f32, // the sums times this (matmul.wgsl)
+        tiled: u32,   // W in tiles (dtype.wgsl's piece)
+    }
 }
 
 /// Rows up to which the matrix-vector kernels run (reading W once per four rows beats a
@@ -281,32 +281,32 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     }
 }
 
-/// split.wgsl's parameters.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct SplitParams {
-    k: u32,
-    k16: u32,
-    xr0: u32,
-    lo: u32,
-    row0: u32,
-    kv_heads: u32,
-    d: u32,
-    chunks: u32,
+params! {
+    /// split.wgsl's parameters.
+    pub struct SplitParams {
+        k: u32,   // width of a row of x (a multiple of 4)
+        k16: u32, // width of a row of the parts (k rounded up to 16)
+        xr0: u32, // first row of x
+        lo: u32,  // where the lo part starts in xa (halves)
+        row0: u32, // first row of this dispatch (grids hold at most 65535 rows)
+        kv_heads: u32, // COMBINE = 1: the attention's shape and chunks
+        d: u32,
+        chunks: u32,
+    }
 }
 
-/// gemm_coop.wgsl's parameters.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CoopParams {
-    k16: u32,
-    n: u32,
-    row0: u32,
-    rows_w: u32,
-    yr0: u32,
-    rows: u32,
-    lo: u32,
-    unshift: f32,
+params! {
+    /// gemm_coop.wgsl's parameters.
+    pub struct CoopParams {
+        k16: u32,    // width of a row of x's parts and of W (k rounded up to 16)
+        n: u32,      // width of a row of out
+        row0: u32,   // first column of out this part covers
+        rows_w: u32, // rows of this part of W
+        yr0: u32,    // first row of out
+        rows: u32,   // rows of x and out
+        lo: u32,     // where x's lo part starts in xa (halves)
+        unshift: f32, // the sums times this (matmul.wgsl)
+    }
 }
 
 /// x's rows cut into f16 parts (split.wgsl, which forms SwiGLU on the way in for

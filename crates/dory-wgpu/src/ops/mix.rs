@@ -2,19 +2,19 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::backend::Mix;
 
 use super::row_batches;
 use crate::record::{Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    mode: u32,
-    d: u32,
-    eps: f32,
-    row0: u32,
+params! {
+    /// mix.wgsl's parameters.
+    pub struct Params {
+        mode: u32,
+        d: u32,
+        eps: f32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+    }
 }
 
 /// The seed's mode number of each edge.

@@ -6,13 +6,7 @@
 // `residual_mix` first closes the pass with the nGPT residual (residual.wgsl's, ngpt.wgsl):
 // h ← N(N(h) + alpha ⊙ (N(o) − N(h))), then the edge, in one dispatch.
 
-struct P {
-    mode: u32,
-    d: u32,
-    eps: f32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-}
-var<immediate> p: P;
+// The parameters `p`: mix.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read_write> h: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;

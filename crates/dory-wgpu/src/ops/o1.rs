@@ -2,24 +2,24 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::nystrom::Landmarks;
 
-use super::attend::AttendBufs;
+use super::attend::{self, AttendBufs};
 use crate::device::GpuDevice;
 use crate::record::{Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    kv_heads: u32,
-    d: u32,
-    m: u32,
-    slot: u32,
-    chunks: u32,
-    far: u32,
-    rect: u32,
-    scale: f32,
+params! {
+    /// o1.wgsl's parameters.
+    pub struct Params {
+        kv_heads: u32,
+        d: u32,
+        m: u32,
+        slot: u32,    // push: the leaving position's slot
+        chunks: u32,  // combine_sealed: chunks of the near set
+        far: u32,     // combine_sealed: 1 when the far span is not empty
+        rect: u32,
+        scale: f32,   // λ
+    }
 }
 
 /// The value o1.wgsl keeps for an empty far span's maximum: exp of it less any score is
@@ -69,14 +69,8 @@ pub fn push(rec: &mut Recorder, c: &dory::Config, k: &Arc<Store>, v: &Arc<Store>
 /// (when `far`), into `b.z`.
 pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, lm: &Sealed, chunks: usize, far: bool) {
     let kernel = rec.dev().kernels.combine_sealed;
-    let binds = [
-        (2, Bind::Buf(lm.store.clone())),
-        (3, Bind::Buf(b.part.clone())),
-        (4, Bind::Buf(b.prep.q.clone())),
-        (5, Bind::Buf(b.prep.qkvg.clone())),
-        (6, Bind::Buf(b.gate_scale.clone())),
-        (7, Bind::Buf(b.z.clone())),
-    ];
+    let mut binds = vec![(2, Bind::Buf(lm.store.clone())), (7, Bind::Buf(b.prep.q.clone()))];
+    binds.extend(attend::join_binds(b));
     let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(lm.rect), ..params(c, lm.m) };
     rec.dispatch(kernel, &binds, &p, [c.kv_heads as u32, 1, 1]);
 }

@@ -8,27 +8,15 @@
 // statistics, rescaling to the new maximum as an online softmax does; `combine_sealed`
 // joins attend.wgsl's chunks over the near set with the far part.
 
-struct P {
-    kv_heads: u32,
-    d: u32,
-    m: u32,
-    slot: u32,    // push: the leaving position's slot
-    chunks: u32,  // combine_sealed: chunks of the near set
-    far: u32,     // combine_sealed: 1 when the far span is not empty
-    rect: u32,
-    scale: f32,   // λ
-}
-var<immediate> p: P;
+// The parameters `p`: o1.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> kc: array<f32>;
 @group(0) @binding(1) var<storage, read> vc: array<f32>;
 @group(0) @binding(2) var<storage, read_write> lm: array<f32>;
 
-@group(0) @binding(3) var<storage, read> part: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> q: array<f32>;
-@group(0) @binding(5) var<storage, read> qkvg: array<f32>;
-@group(0) @binding(6) var<storage, read> gate_scale: array<f32>;
-@group(0) @binding(7) var<storage, read_write> z: array<f32>;
+// combine_sealed: qkvg, gate_scale and z are attention.wgsl's.
+@group(0) @binding(6) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> q: array<f32>;
 
 const WG: u32 = 64u;
 

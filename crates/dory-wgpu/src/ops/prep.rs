@@ -2,29 +2,29 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
 use dory::cache::Rows;
 
 use super::attend::{Prep, Slots};
 use super::row_batches;
 use crate::record::{Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    rows: u32,
-    pos0: u32,
-    heads: u32,
-    kv_heads: u32,
-    d: u32,
-    width: u32,
-    sinks: u32,
-    cap: u32,
-    rope_at: u32,
-    rotate: u32,
-    sample: u32,
-    eps: f32,
-    row0: u32,
+params! {
+    /// prep.wgsl's parameters.
+    pub struct Params {
+        rows: u32,
+        pos0: u32,
+        heads: u32,
+        kv_heads: u32,
+        d: u32,
+        width: u32,   // a row of qkvg: H·d + K·d + K·d + H·d
+        sinks: u32,   // the cache's slots: p < sinks → p; else sinks + (p mod cap), or p when cap = 0
+        cap: u32,
+        rope_at: u32, // the step's RoPE table in `up` ([rows, d]: d/2 cosines, d/2 sines)
+        rotate: u32,  // 0: no rotation (a full layer with rope_full = false)
+        sample: u32,  // 0: no query store
+        eps: f32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+    }
 }
 
 /// The buffers prep reads and writes.

@@ -5,22 +5,7 @@
 // j ≡ 0 (mod sample) in the query store, row j / sample (spec §6). `prep_parts` also writes
 // each query's f16 parts for attend_coop.wgsl.
 
-struct P {
-    rows: u32,
-    pos0: u32,
-    heads: u32,
-    kv_heads: u32,
-    d: u32,
-    width: u32,   // a row of qkvg: H·d + K·d + K·d + H·d
-    sinks: u32,   // the cache's slots: p < sinks → p; else sinks + (p mod cap), or p when cap = 0
-    cap: u32,
-    rope_at: u32, // the step's RoPE table in `up` ([rows, d]: d/2 cosines, d/2 sines)
-    rotate: u32,  // 0: no rotation (a full layer with rope_full = false)
-    sample: u32,  // 0: no query store
-    eps: f32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-}
-var<immediate> p: P;
+// The parameters `p`: prep.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> qkvg: array<f32>;
 @group(0) @binding(1) var<storage, read> up: array<f32>;

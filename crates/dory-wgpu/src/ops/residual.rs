@@ -3,20 +3,19 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
-
 use super::row_batches;
 use crate::kernels::KernelId;
 use crate::record::{Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    d: u32,
-    eps: f32,
-    row0: u32,
-    k16: u32,
-    lo: u32,
+params! {
+    /// residual.wgsl's parameters.
+    pub struct Params {
+        d: u32,
+        eps: f32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+        k16: u32,     // residual_split: width of a row of the parts (d rounded up to 16)
+        lo: u32,      // residual_split: where the lo part starts in xa (halves)
+    }
 }
 
 /// Where `record_split` puts the parts (matmul.rs lays them out): the kernel, the parts and

@@ -2,14 +2,7 @@
 // `residual_split` also cuts the new h into f16 parts for the tensor-core GEMM that reads
 // it next (parts.wgsl), which spares that GEMM its split.
 
-struct P {
-    d: u32,
-    eps: f32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-    k16: u32,     // residual_split: width of a row of the parts (d rounded up to 16)
-    lo: u32,      // residual_split: where the lo part starts in xa (halves)
-}
-var<immediate> p: P;
+// The parameters `p`: residual.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read_write> h: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> o: array<vec4<f32>>;

@@ -6,17 +6,7 @@
 // chunks' partials bound as x, the gates' scale as scale and qkvg, into workgroup memory
 // (which spares combine.wgsl its dispatch).
 
-struct P {
-    k: u32,   // width of a row of x (a multiple of 4)
-    k16: u32, // width of a row of the parts (k rounded up to 16)
-    xr0: u32, // first row of x
-    lo: u32,  // where the lo part starts in xa (halves)
-    row0: u32, // first row of this dispatch (grids hold at most 65535 rows)
-    kv_heads: u32, // COMBINE = 1: the attention's shape and chunks
-    d: u32,
-    chunks: u32,
-}
-var<immediate> p: P;
+// The parameters `p`: matmul.rs's `SplitParams` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> xa: array<vec2<u32>>;

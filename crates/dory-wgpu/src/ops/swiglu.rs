@@ -2,18 +2,17 @@
 
 use std::sync::Arc;
 
-use bytemuck::{Pod, Zeroable};
-
 use super::row_batches;
 use crate::model::LayerWeights;
 use crate::record::{groups_for, Bind, Recorder, Store};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    f: u32,
-    rows: u32,
-    row0: u32,
+params! {
+    /// swiglu.wgsl's parameters.
+    pub struct Params {
+        f: u32,
+        rows: u32,
+        row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
+    }
 }
 
 pub fn record(rec: &mut Recorder, l: &LayerWeights, m: &Arc<Store>, gu: &Arc<Store>, f: usize, rows: usize) {

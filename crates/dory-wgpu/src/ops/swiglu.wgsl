@@ -1,11 +1,6 @@
 // m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) (spec §4), from gu = [rows, F | F].
 
-struct P {
-    f: u32,
-    rows: u32,
-    row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
-}
-var<immediate> p: P;
+// The parameters `p`: swiglu.rs's `Params` (kernels.rs declares their `struct P`).
 
 @group(0) @binding(0) var<storage, read> gu: array<f32>;
 @group(0) @binding(1) var<storage, read> scales: array<f32>; // [gate_scale | up_scale]

@@ -1,0 +1,16 @@
+// The nGPT residual (ngpt.wgsl) formed on the way in to a one-row projection (gemv.wgsl's
+// RES, gemv1.wgsl's PRO 1), its bindings and reads: h is the row bound as `x` (vec4s), o
+// and alpha are bound beside it, and workgroup 0 writes the new hidden state into `h_next`.
+// Each module puts y where it holds its x (its own `res_put`).
+
+@group(0) @binding(4) var<storage, read> o: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> alpha: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> h_next: array<vec4<f32>>;
+
+fn res_h(base: u32, e: u32) -> vec4<f32> {
+    return x[base + e];
+}
+
+fn res_o(base: u32, e: u32) -> vec4<f32> {
+    return o[base + e];
+}
