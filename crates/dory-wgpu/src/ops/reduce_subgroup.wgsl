@@ -16,17 +16,20 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
         let u = subgroupShuffleXor(v, o);
         v = select(v + u, max(v, u), is_max);
     }
-    if (sg < seg && lid % sg == 0u) {
+    // Runs within a subgroup are done: no barrier (every subgroup of the workgroup has the
+    // same size, so all of its invocations return here or none does).
+    if (sg >= seg) {
+        return v;
+    }
+    if (lid % sg == 0u) {
         red_part[lid / sg] = v;
     }
     workgroupBarrier();
-    if (sg < seg) {
-        let first = (lid / seg) * (seg / sg);
-        v = red_part[first];
-        for (var i = 1u; i < seg / sg; i = i + 1u) {
-            let u = red_part[first + i];
-            v = select(v + u, max(v, u), is_max);
-        }
+    let first = (lid / seg) * (seg / sg);
+    v = red_part[first];
+    for (var i = 1u; i < seg / sg; i = i + 1u) {
+        let u = red_part[first + i];
+        v = select(v + u, max(v, u), is_max);
     }
     workgroupBarrier();
     return v;
