@@ -225,7 +225,7 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
 }
 
 /// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of
-/// a power-of-two length from 4 to 64, as `reduce_subgroup.wgsl` assumes.
+/// one power-of-two length from 4 to 64, as `reduce_subgroup.wgsl` assumes.
 fn subgroups_are_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Result<bool> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -271,9 +271,11 @@ fn subgroups_are_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Resul
         return Err(gpu_err(format!("the subgroup probe does not build: {e}")));
     }
     let words = crate::record::read_mapped(device, &staging, bytes)?;
+    // One size for every subgroup, too: a reduction within a subgroup returns before the
+    // workgroup's barriers in all of them or in none.
     let ok = (0..256).all(|lid| {
         let (size, first) = (words[2 * lid], words[2 * lid + 1]);
-        size.is_power_of_two() && (4..=64).contains(&size) && first == (lid as u32 / size) * size
+        size == words[0] && size.is_power_of_two() && (4..=64).contains(&size) && first == (lid as u32 / size) * size
     });
     Ok(ok)
 }

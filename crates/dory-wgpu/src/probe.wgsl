@@ -1,6 +1,6 @@
 // What the subgroup reductions assume, checked on the device: every invocation reports
 // the lanes of its subgroup and the first local index among them. The reductions hold
-// when subgroups are runs of consecutive local indices of a power-of-two length.
+// when subgroups are runs of consecutive local indices of one power-of-two length.
 
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 

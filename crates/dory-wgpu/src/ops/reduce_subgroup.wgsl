@@ -3,7 +3,8 @@
 // assumes a subgroup size: each call counts its subgroup's lanes, butterflies within
 // min(subgroup, seg) lanes, and when a run spans several subgroups adds one partial per
 // subgroup through workgroup memory. It relies on subgroups being runs of consecutive
-// local indices, which `Caps::probe` checks on the device before this file is chosen.
+// local indices, all of one size, which the device's probe (`subgroups_are_runs`) checks
+// before this file is chosen.
 // Every invocation of the workgroup must call these (they hold barriers).
 
 var<workgroup> red_part: array<vec4<f32>, 64>;
