@@ -114,6 +114,8 @@ ldconfig
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $icd ] && export VK_DRIVER_FILES=$icd
 if [ ! -e /work/main ]; then mkdir -p /work && ln -s "$PWD" /work/main; fi
+# Where /work/main is taken there, the tests find this copy by name.
+export DORY_REPO=$PWD
 dory=$carry/dory
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 # No adapter: say why and stop, rather than spend the call on failures.

@@ -25,6 +25,13 @@ pub fn rel_err(a: &[f32], b: &[f64]) -> f64 {
     (num / den).sqrt()
 }
 
+/// The repository's root: `DORY_REPO` where set (a test binary carried to another machine,
+/// beside a copy of the repository), else the checkout this crate was built in.
+pub fn repo() -> std::path::PathBuf {
+    std::env::var_os("DORY_REPO")
+        .map_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), std::path::PathBuf::from)
+}
+
 /// The golden replay cases of `tests/fixtures/` (spec §8), for every backend's tests.
 pub mod fixtures {
     use std::path::{Path, PathBuf};
@@ -38,7 +45,7 @@ pub mod fixtures {
 
     /// The repository's copy of the fixtures.
     pub fn dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+        super::repo().join("tests/fixtures")
     }
 
     /// Every case's folder, sorted.

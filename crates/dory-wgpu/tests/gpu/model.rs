@@ -3,8 +3,6 @@
 //! continued sessions, two sessions sharing one device and its weights, the shipped
 //! model, and every golden fixture.
 
-use std::path::Path;
-
 use dory::backend::Backend;
 use dory::forward::Attention;
 use dory::testing::fixtures::{cases, replay, Case};
@@ -195,7 +193,7 @@ fn sessions_share_a_device_and_its_weights() {
 
 #[test]
 fn the_shipped_model_agrees_in_exact_and_o1_mode() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/dory-tiny");
+    let dir = dory::testing::repo().join("models/dory-tiny");
     if !dir.join("model.safetensors").exists() {
         eprintln!("SKIPPED: no shipped model in {}", dir.display());
         return;
