@@ -222,9 +222,6 @@ pub struct Options {
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
-    /// attend_rows.wgsl with a block's queries staged in workgroup memory (heads of at most
-    /// 64 dims, where the device has room: `ATTEND_QSH_BYTES`).
-    pub attend_q_shared: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -249,8 +246,7 @@ impl Options {
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_ATTEND_QSH=1 (a
-    /// block's queries staged in workgroup memory, heads of at most 64 dims),
+    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them).
@@ -290,7 +286,6 @@ impl Options {
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
-            attend_q_shared: std::env::var("DORY_WGPU_ATTEND_QSH").is_ok_and(|v| v == "1"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
@@ -314,7 +309,6 @@ impl Options {
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         o.attend_coop &= o.attend_coop_fits(workgroup_bytes);
-        o.attend_q_shared &= ATTEND_QSH_BYTES <= workgroup_bytes;
         o.coop_slicing.most = [4, 2, 1]
             .into_iter()
             .find(|&n| n <= o.coop_slicing.most.max(1) && slices_workgroup_bytes(n) <= workgroup_bytes)
@@ -453,11 +447,6 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_rows.wgsl takes with its queries staged: the tile's keys
-/// (16 KiB), weights (8 KiB), slots, the reductions' and attention.wgsl's (5 KiB), and
-/// the queries (16 KiB).
-pub const ATTEND_QSH_BYTES: u32 = 16_384 + 8_192 + 128 + 1_024 + 4_096 + 16_384;
-
 /// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
 /// libraries' it does not use, should a driver count them).
 pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
@@ -528,8 +517,6 @@ pub struct Kernels {
     pub prep: KernelId,
     pub attend: KernelId,
     pub attend_rows: KernelId,
-    /// attend_rows.wgsl with the queries staged (`Options::attend_q_shared`).
-    pub attend_rows_q: Option<KernelId>,
     /// Where the device has tensor cores (`Options::attend_coop`).
     pub attend_coop: Option<AttendCoop>,
     pub combine: KernelId,
@@ -656,9 +643,6 @@ impl Kernels {
             prep: b.add("prep", "prep", &[]),
             attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
-            attend_rows_q: options
-                .attend_q_shared
-                .then(|| b.add_as("attend_rows", "attend_rows", "attend_rows_q", &[("QSH", 1.0)])),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
                 attend: b.add("attend_coop", "attend_coop", &[]),

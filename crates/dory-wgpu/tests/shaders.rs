@@ -41,7 +41,6 @@ fn option_sets() -> Vec<Options> {
     }
     // A prompt's attention on the tensor cores (off by default).
     all.push(Options { attend_coop: true, ..Options::new(Reduce::Subgroup, true, 49152) });
-    all.push(Options { attend_q_shared: true, ..Options::new(Reduce::Subgroup, true, 49152) });
     all
 }
 

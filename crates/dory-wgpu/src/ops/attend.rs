@@ -150,9 +150,6 @@ const BLOCK_TILE: usize = 32;
 /// memory at 128 dims (wider heads go row by row).
 const BLOCK_MAX_D: usize = 128;
 
-/// The widest head whose block of queries `attend_rows.wgsl` stages (QSH: 16 KiB).
-const QSH_MAX_D: usize = 64;
-
 /// Whether a step's rows take `attend_rows.wgsl`: several rows not prepared by attend.
 pub fn in_blocks(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
     o.attend_rows && !fused && rows > 1 && d <= BLOCK_MAX_D
@@ -281,11 +278,7 @@ fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
 /// step's blocks of rows.
 fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
     let mut binds = walk_binds(b);
-    let kernels = &rec.dev().kernels;
-    let mut kernel = match kernels.attend_rows_q {
-        Some(k) if c.head_dim <= QSH_MAX_D => k,
-        _ => kernels.attend_rows,
-    };
+    let mut kernel = rec.dev().kernels.attend_rows;
     if let (Some(parts), Some(scratch), Some(k)) = (b.prep.parts, b.scratch, rec.dev().kernels.attend_coop) {
         binds[0] = (0, Bind::Buf(parts.clone()));
         binds.extend([(7, Bind::Buf(parts.clone())), (8, Bind::Buf(scratch.clone()))]);

@@ -19,10 +19,6 @@
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
 
-// 1: the block's queries staged in q_sh (heads of at most 64 dims), read from there for
-// every key rather than from the buffer.
-override QSH: u32 = 0u;
-
 const WG: u32 = 256u;
 // Runs of KT invocations; each holds two rows of the block.
 const RUNS: u32 = 8u;
@@ -39,35 +35,15 @@ const NONE: f32 = -1.0e30;
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
 var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
-// QSH: the block's queries, [BR rows][4 heads][d/4].
-var<workgroup> q_sh: array<vec4<f32>, 1u + QSH * 1023u>;
 
 fn key_at(e: u32, j: u32) -> vec4<f32> {
     return k_sh[e * KT + (j ^ (e % 8u))];
 }
 
-// Piece i of the queries: of q_sh (QSH) or of the buffer.
-fn q_at(i: u32) -> vec4<f32> {
-    if (QSH == 1u) {
-        return q_sh[i];
-    }
-    return q[i];
-}
-
-// Dims 4e … 4e + 3 of key k against the same dims of a row's four queries (at qb).
+// Dims 4e … 4e + 3 of key k against the same dims of a row's four queries (q at qb).
 fn q_dots(k: vec4<f32>, qb: u32, e: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
-    return vec4<f32>(dot(k, q_at(qb + e)), dot(k, q_at(qb + d4 + e)), dot(k, q_at(qb + 2u * d4 + e)), dot(k, q_at(qb + 3u * d4 + e)));
-}
-
-// QSH: the queries of KV head c of rows r0 … r0 + BR − 1 (past `last`, its again) into q_sh,
-// made whole by the barrier after the first tile's copy.
-fn stage_queries(lid: u32, c: u32, r0: u32, last: u32) {
-    let row = GROUP * p.d / 4u;
-    let qw = p.kv_heads * row;
-    for (var i = lid; i < BR * row; i = i + WG) {
-        q_sh[i] = q[min(r0 + i / row, last) * qw + c * row + i % row];
-    }
+    return vec4<f32>(dot(k, q[qb + e]), dot(k, q[qb + d4 + e]), dot(k, q[qb + 2u * d4 + e]), dot(k, q[qb + 3u * d4 + e]));
 }
 
 // Key j of the tile against the four queries of the rows at qa and qb: two pieces of the
@@ -253,13 +229,8 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let start = min(ch * p.per, walk.n);
     let end = min(start + p.per, walk.n);
     let qw = GROUP * p.kv_heads * p.d / 4u;
-    var qa = ra * qw + GROUP * c * p.d / 4u;
-    var qb = rb * qw + GROUP * c * p.d / 4u;
-    if (QSH == 1u) {
-        stage_queries(lid, c, r0, last);
-        qa = b * GROUP * p.d / 4u;
-        qb = (b + RUNS) * GROUP * p.d / 4u;
-    }
+    let qa = ra * qw + GROUP * c * p.d / 4u;
+    let qb = rb * qw + GROUP * c * p.d / 4u;
     let zero = vec4<f32>(0.0);
     var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
     var run_b = run_a;

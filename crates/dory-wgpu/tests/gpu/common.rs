@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use dory::weights::DType;
 use dory::{Backend, Config, Model};
-use dory_wgpu::kernels::{Gemv1, Options, Slicing, ATTEND_QSH_BYTES};
+use dory_wgpu::kernels::{Gemv1, Options, Slicing};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
@@ -43,12 +43,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             let options = Options { gemv1, fuse_residual: true, bf16_as_f16, coop_slicing, fuse_split, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
-            // with a prompt's attention on the tensor cores, or its queries staged, where
-            // the defaults leave them off (the H200; lavapipe has no room for either).
+            // with a prompt's attention on the tensor cores where the defaults leave it off.
             let o = first.kernels.options;
             let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
-            let attend_q_shared = ATTEND_QSH_BYTES <= first.caps.workgroup_bytes;
-            let other = Options { tiles: !o.tiles, attend_coop, attend_q_shared, ..o };
+            let other = Options { tiles: !o.tiles, attend_coop, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
