@@ -117,8 +117,8 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
     let operands: Vec<u8> = [0.999f32, 1e-3, 0.5].iter().cycle().take(12).flat_map(|v| v.to_le_bytes()).collect();
-    // ITERS × CHAINS vec4 multiply-adds an invocation, 256 invocations a workgroup.
-    let per_group = 256.0 * 512.0 * 16.0 * 4.0 * 2.0;
+    // ITERS × 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
+    let per_group = 256.0 * 1024.0 * 8.0 * 4.0 * 2.0;
     probe_rate(dev, include_str!("peak_f32.wgsl"), &operands, 16 * 1024, per_group)
 }
 

@@ -1,10 +1,8 @@
 // The f32 multiply-adds' ceiling (the CUDA cores, where attention's f32 products run):
-// every invocation runs CHAINS independent chains of vec4 multiply-adds, ITERS long, on
-// values it holds (the inner loop has a constant count, for the driver to unroll into
-// registers), and stores their sum (so that nothing is left out).
+// every invocation runs 8 independent chains of vec4 multiply-adds, ITERS long, on values
+// it holds, and stores their sum (so that nothing is left out).
 
-const ITERS: u32 = 512u;
-const CHAINS: u32 = 16u;
+const ITERS: u32 = 1024u;
 
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
@@ -13,18 +11,23 @@ const CHAINS: u32 = 16u;
 fn peak(@builtin(global_invocation_id) gid: vec3<u32>) {
     let m = a[0];
     let s = a[1];
-    var c: array<vec4<f32>, CHAINS>;
-    for (var j = 0u; j < CHAINS; j = j + 1u) {
-        c[j] = a[2] + f32(j) * s;
-    }
+    var c0 = a[2];
+    var c1 = c0 + s;
+    var c2 = c1 + s;
+    var c3 = c2 + s;
+    var c4 = c3 + s;
+    var c5 = c4 + s;
+    var c6 = c5 + s;
+    var c7 = c6 + s;
     for (var i = 0u; i < ITERS; i = i + 1u) {
-        for (var j = 0u; j < CHAINS; j = j + 1u) {
-            c[j] = fma(c[j], m, s);
-        }
+        c0 = fma(c0, m, s);
+        c1 = fma(c1, m, s);
+        c2 = fma(c2, m, s);
+        c3 = fma(c3, m, s);
+        c4 = fma(c4, m, s);
+        c5 = fma(c5, m, s);
+        c6 = fma(c6, m, s);
+        c7 = fma(c7, m, s);
     }
-    var sum = vec4<f32>(0.0);
-    for (var j = 0u; j < CHAINS; j = j + 1u) {
-        sum += c[j];
-    }
-    out[gid.x % 1024u] = sum;
+    out[gid.x % 1024u] = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7;
 }
