@@ -106,15 +106,14 @@ out=${OUT:-bench/out}
 mkdir -p "$out"
 # The binaries come compressed.
 for f in $carry/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
-# The Vulkan loader (the device README's recipe), and the path the test binary was
-# built at, where it looks for the fixtures and the shipped model.
+# The Vulkan loader (the device README's recipe).
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 # Where the NVIDIA machines keep their Vulkan driver (the device README's fallback).
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $icd ] && export VK_DRIVER_FILES=$icd
-if [ ! -e /work/main ]; then mkdir -p /work && ln -s "$PWD" /work/main; fi
-# Where /work/main is taken there, the tests find this copy by name.
+# The test binary finds the fixtures and the shipped model in this copy (not at the path
+# it was built at, which is another folder there).
 export DORY_REPO=$PWD
 dory=$carry/dory
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
