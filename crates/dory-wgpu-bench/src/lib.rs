@@ -108,46 +108,52 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
         return Ok(None);
     }
     let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
-    // ITERS × 8 products of 16³ a subgroup, 4 subgroups a workgroup.
-    let per_group = 4.0 * 256.0 * 8.0 * 2.0 * 4096.0;
-    Ok(Some(probe_rate(dev, include_str!("peak.wgsl"), &operands, 4 * 2304, per_group)?))
+    Ok(Some(probe_rate(dev, &TENSOR_PROBE, &operands, 4 * 2304)?))
 }
 
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
     let operands: Vec<u8> = [0.999f32, 1e-3, 0.5].iter().cycle().take(12).flat_map(|v| v.to_le_bytes()).collect();
-    // ITERS × 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
-    let per_group = 256.0 * 1024.0 * 8.0 * 4.0 * 2.0;
-    probe_rate(dev, include_str!("peak_f32.wgsl"), &operands, 16 * 1024, per_group)
+    probe_rate(dev, &FMA_PROBE, &operands, 16 * 1024)
 }
+
+/// A probe of a ceiling: its WGSL (entry point `peak`), the iterations of its loop (the
+/// shader's ITERS, set from here) and the operations a workgroup does in one.
+struct Probe {
+    source: &'static str,
+    iters: u32,
+    per_iter: f64,
+}
+
+/// 8 products of 16³ a subgroup, 4 subgroups a workgroup.
+const TENSOR_PROBE: Probe = Probe { source: include_str!("peak.wgsl"), iters: 256, per_iter: 4.0 * 8.0 * 2.0 * 4096.0 };
+/// 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
+const FMA_PROBE: Probe =
+    Probe { source: include_str!("peak_f32.wgsl"), iters: 1024, per_iter: 256.0 * 8.0 * 4.0 * 2.0 };
 
 /// The most workgroups one dimension of a grid takes.
 const MAX_GROUPS: u32 = 65_535;
 
-/// Operations per second of `source`'s `peak` (binding 0: `operands`, binding 1:
-/// `out_bytes` of zeros; `per_group` operations a workgroup) in one dispatch of enough
-/// workgroups to take 50 ms or more (or as many as one dimension of a grid takes), timed on
-/// the wall clock: the median of 5.
-fn probe_rate(
-    dev: &Arc<GpuDevice>,
-    source: &str,
-    operands: &[u8],
-    out_bytes: u64,
-    per_group: f64,
-) -> dory::Result<f64> {
+/// Operations per second of `probe` (binding 0: `operands`, binding 1: `out_bytes` of
+/// zeros) in one dispatch of enough workgroups to take 50 ms or more (or as many as one
+/// dimension of a grid takes), timed on the wall clock: the median of 5.
+fn probe_rate(dev: &Arc<GpuDevice>, probe: &Probe, operands: &[u8], out_bytes: u64) -> dory::Result<f64> {
     let device = &dev.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("peak"),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
+        source: wgpu::ShaderSource::Wgsl(probe.source.into()),
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("peak"),
         layout: None,
         module: &module,
         entry_point: Some("peak"),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &[("ITERS", f64::from(probe.iters))],
+            ..Default::default()
+        },
         cache: None,
     });
     let a = Store::with_data(dev, operands, "peak operands")?;
@@ -184,7 +190,7 @@ fn probe_rate(
     }
     let mut times = (0..5).map(|_| run(groups)).collect::<dory::Result<Vec<f64>>>()?;
     times.sort_by(f64::total_cmp);
-    Ok(f64::from(groups) * per_group / times[2])
+    Ok(f64::from(groups) * f64::from(probe.iters) * probe.per_iter / times[2])
 }
 
 /// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
@@ -266,17 +272,22 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
 
 #[cfg(test)]
 mod tests {
+    use naga::back::PipelineConstants;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+    use super::{FMA_PROBE, TENSOR_PROBE};
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
         let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        for (name, source) in
-            [("peak.wgsl", include_str!("peak.wgsl")), ("peak_f32.wgsl", include_str!("peak_f32.wgsl"))]
-        {
-            let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (name, probe) in [("peak.wgsl", TENSOR_PROBE), ("peak_f32.wgsl", FMA_PROBE)] {
+            let module = naga::front::wgsl::parse_str(probe.source).unwrap_or_else(|e| panic!("{name}: {e}"));
             let info = Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let constants: PipelineConstants = [("ITERS".to_string(), f64::from(probe.iters))].into_iter().collect();
+            let stage = Some((naga::ShaderStage::Compute, "peak"));
+            let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, stage, &constants)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             naga::back::spv::write_vec(&module, &info, &Default::default(), None)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));

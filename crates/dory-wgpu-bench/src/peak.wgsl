@@ -5,7 +5,8 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-const ITERS: u32 = 256u;
+// Set by the benchmark (lib.rs), which counts the operations by it.
+override ITERS: u32;
 
 @group(0) @binding(0) var<storage, read> a: array<f16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
