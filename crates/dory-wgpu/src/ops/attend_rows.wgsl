@@ -250,11 +250,12 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (t0 + KT < end) {
             next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
+        // The tile's values are loaded while its keys are scored.
+        let values = fetch_values(c, count, at);
         let i = walk_at(walk, t0 + j);
         let dots = key_dots(j, qa, qb);
         run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
         run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
-        let values = fetch_values(c, count, at);
         workgroupBarrier();
         store_values(lid, values, at);
         workgroupBarrier();
