@@ -35,34 +35,27 @@ const NONE: f32 = -1.0e30;
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
 var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
+var<workgroup> m_sh: array<vec4<f32>, 16>;   // the rows' maxima after the tile, 4 heads each
 
 fn key_at(e: u32, j: u32) -> vec4<f32> {
     return k_sh[e * KT + (j ^ (e % 8u))];
 }
 
-// Dims 4e … 4e + 3 of key k against the same dims of a row's four queries (q at qb).
-fn q_dots(k: vec4<f32>, qb: u32, e: u32) -> vec4<f32> {
-    let d4 = p.d / 4u;
-    return vec4<f32>(dot(k, q[qb + e]), dot(k, q[qb + d4 + e]), dot(k, q[qb + 2u * d4 + e]), dot(k, q[qb + 3u * d4 + e]));
-}
-
-// Key j of the tile against the four queries of the rows at qa and qb: two pieces of the
-// key loaded before either is used.
-fn key_dots(j: u32, qa: u32, qb: u32) -> array<vec4<f32>, 2> {
-    let d4 = p.d / 4u;
+// Keys j and j + KT/2 of the tile against the four queries of the row at qr: both keys'
+// pieces read for each piece of the queries, each query piece read once for both.
+fn key_dots(j: u32, qr: u32) -> array<vec4<f32>, 2> {
     var da = vec4<f32>(0.0);
     var db = vec4<f32>(0.0);
-    var e = 0u;
-    for (; e + 2u <= d4; e = e + 2u) {
-        let k0 = key_at(e, j);
-        let k1 = key_at(e + 1u, j);
-        da += q_dots(k0, qa, e) + q_dots(k1, qa, e + 1u);
-        db += q_dots(k0, qb, e) + q_dots(k1, qb, e + 1u);
-    }
-    if (e < d4) {
-        let k = key_at(e, j);
-        da += q_dots(k, qa, e);
-        db += q_dots(k, qb, e);
+    for (var e = 0u; e < p.d / 4u; e = e + 1u) {
+        let ka = key_at(e, j);
+        let kb = key_at(e, j + KT / 2u);
+        let d4 = p.d / 4u;
+        let q0 = q[qr + e];
+        let q1 = q[qr + d4 + e];
+        let q2 = q[qr + 2u * d4 + e];
+        let q3 = q[qr + 3u * d4 + e];
+        da += vec4<f32>(dot(ka, q0), dot(ka, q1), dot(ka, q2), dot(ka, q3));
+        db += vec4<f32>(dot(kb, q0), dot(kb, q1), dot(kb, q2), dot(kb, q3));
     }
     return array<vec4<f32>, 2>(da, db);
 }
@@ -140,13 +133,20 @@ fn add(run: Run, w: vec4<f32>, v: vec4<f32>) -> Run {
     return Run(run.m, run.l + w, run.a0 + w * v.x, run.a1 + w * v.y, run.a2 + w * v.z, run.a3 + w * v.w);
 }
 
-// The row's scores of key j (`visible`: whether the row sees it) folded into its maximum; the
-// weights written for the value sums. Every invocation must call it (it reduces).
-fn weigh(lid: u32, row: u32, j: u32, dots: vec4<f32>, visible: bool, run: Run) -> Run {
-    let s = select(vec4<f32>(NONE), dots * p.scale, visible);
-    let top = max(run.m, seg_max4(s, lid, KT));
-    w_sh[row * KT + j] = select(vec4<f32>(0.0), exp(s - top), visible);
-    return rescale(run, top);
+// Row r's scores of keys j and j + KT/2 (`va`, `vb`: whether the row sees each) weighed
+// against its new maximum (returned: its maximum so far, `m`, and the tile's); the weights
+// written for the value sums. Every invocation must call it (it reduces over the row's
+// KT/2 invocations).
+fn weigh(lid: u32, r: u32, j: u32, dots: array<vec4<f32>, 2>, va: bool, vb: bool, m: vec4<f32>) -> vec4<f32> {
+    let sa = select(vec4<f32>(NONE), dots[0] * p.scale, va);
+    let sb = select(vec4<f32>(NONE), dots[1] * p.scale, vb);
+    let top = max(m, seg_max4(max(sa, sb), lid, KT / 2u));
+    w_sh[r * KT + j] = select(vec4<f32>(0.0), exp(sa - top), va);
+    w_sh[r * KT + j + KT / 2u] = select(vec4<f32>(0.0), exp(sb - top), vb);
+    if (j == 0u) {
+        m_sh[r] = top;
+    }
+    return top;
 }
 
 // The invocation's pieces (`pieces`) of the values of the tile's first `count` keys (their
@@ -224,15 +224,17 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let ra = min(r0 + b, last);
     let rb = min(r0 + b + RUNS, last);
     let walk = block_walk(r0, last);
-    let sa = seen(p.pos0 + ra);
-    let sb = seen(p.pos0 + rb);
+    // The scores: invocation lid holds row lid / 16's keys lid % 16 and lid % 16 + 16.
+    let rq = min(r0 + lid / (KT / 2u), last);
+    let jq = lid % (KT / 2u);
+    let sq = seen(p.pos0 + rq);
     let start = min(ch * p.per, walk.n);
     let end = min(start + p.per, walk.n);
     let qw = GROUP * p.kv_heads * p.d / 4u;
-    let qa = ra * qw + GROUP * c * p.d / 4u;
-    let qb = rb * qw + GROUP * c * p.d / 4u;
+    let qr = rq * qw + GROUP * c * p.d / 4u;
     let zero = vec4<f32>(0.0);
-    var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
+    var mq = vec4<f32>(NONE);
+    var run_a = Run(mq, zero, zero, zero, zero, zero);
     var run_b = run_a;
     let d4 = p.d / 4u;
     // The value sums: invocation j sums dims 4e … 4e + 3 over keys g, g + groups, … of each
@@ -252,12 +254,15 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         }
         // The tile's values are loaded while its keys are scored.
         let values = fetch_values(c, count, at);
-        let i = walk_at(walk, t0 + j);
-        let dots = key_dots(j, qa, qb);
-        run_a = weigh(lid, b, j, dots[0], j < count && sees(sa, p.pos0 + ra, i), run_a);
-        run_b = weigh(lid, b + RUNS, j, dots[1], j < count && sees(sb, p.pos0 + rb, i), run_b);
+        let ia = walk_at(walk, t0 + jq);
+        let ib = walk_at(walk, t0 + jq + KT / 2u);
+        let va = jq < count && sees(sq, p.pos0 + rq, ia);
+        let vb = jq + KT / 2u < count && sees(sq, p.pos0 + rq, ib);
+        mq = weigh(lid, lid / (KT / 2u), jq, key_dots(jq, qr), va, vb, mq);
         workgroupBarrier();
         store_values(lid, values, at);
+        run_a = rescale(run_a, m_sh[b]);
+        run_b = rescale(run_b, m_sh[b + RUNS]);
         workgroupBarrier();
         if (e < d4) {
             // Four keys' values loaded before any is used.
