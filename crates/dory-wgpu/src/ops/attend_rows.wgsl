@@ -64,6 +64,7 @@ fn key_dots(j: u32, qr: u32) -> array<vec4<f32>, 2> {
 // d ≤ 128) and, for lid < KT, key lid's slot.
 struct Fetch {
     k: array<vec4<f32>, 4>,
+    v: array<vec4<f32>, 4>,
     slot: u32,
 }
 
@@ -89,10 +90,14 @@ fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fe
     for (var n = 0u; n < 4u; n = n + 1u) {
         let j = at[n] >> 8u;
         var k = vec4<f32>(0.0);
+        var v = vec4<f32>(0.0);
         if (j < count) {
-            k = kc[(slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + (at[n] & 255u)];
+            let i = (slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + (at[n] & 255u);
+            k = kc[i];
+            v = vc[i];
         }
         f.k[n] = k;
+        f.v[n] = v;
     }
     return f;
 }
@@ -147,19 +152,6 @@ fn weigh(lid: u32, r: u32, j: u32, dots: array<vec4<f32>, 2>, va: bool, vb: bool
         m_sh[r] = top;
     }
     return top;
-}
-
-// The invocation's pieces (`pieces`) of the values of the tile's first `count` keys (their
-// slots in s_sh).
-fn fetch_values(c: u32, count: u32, at: vec4<u32>) -> array<vec4<f32>, 4> {
-    var v: array<vec4<f32>, 4>;
-    for (var n = 0u; n < 4u; n = n + 1u) {
-        let j = at[n] >> 8u;
-        if (j < count) {
-            v[n] = vc[(s_sh[j] * p.kv_heads + c) * (p.d / 4u) + (at[n] & 255u)];
-        }
-    }
-    return v;
 }
 
 // Fetched values into k_sh as the cache holds them, piece i at i (the keys scored: every
@@ -248,12 +240,11 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
         store_tile(lid, next, at);
+        let values = next.v;
         workgroupBarrier();
         if (t0 + KT < end) {
             next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
-        // The tile's values are loaded while its keys are scored.
-        let values = fetch_values(c, count, at);
         let ia = walk_at(walk, t0 + jq);
         let ib = walk_at(walk, t0 + jq + KT / 2u);
         let va = jq < count && sees(sq, p.pos0 + rq, ia);
