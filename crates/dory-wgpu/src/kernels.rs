@@ -219,8 +219,6 @@ pub struct Options {
     pub attend_lanes: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// Those blocks' values fetched a tile ahead with their keys (attend_rows.wgsl's AHEAD).
-    pub attend_ahead: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
@@ -248,7 +246,6 @@ impl Options {
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_AHEAD=0 (its blocks' values fetched once the keys are in place),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
@@ -286,7 +283,6 @@ impl Options {
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            attend_ahead: std::env::var("DORY_WGPU_ATTEND_AHEAD").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
@@ -646,7 +642,7 @@ impl Kernels {
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
             attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
-            attend_rows: b.add("attend_rows", "attend_rows", &[("AHEAD", f64::from(u8::from(options.attend_ahead)))]),
+            attend_rows: b.add("attend_rows", "attend_rows", &[]),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
                 attend: b.add("attend_coop", "attend_coop", &[]),

@@ -25,8 +25,8 @@ fn validator(reduce: Reduce, coop: bool) -> Validator {
 }
 
 /// The option sets the backend builds its kernels under: either reduction library, with
-/// and without tensor cores, attention's tiles of 64 and 16 keys, a prompt's values fetched
-/// ahead or not, the kernel shapes the benchmarks compare, and attention on the tensor cores.
+/// and without tensor cores, attention's tiles of 64 and 16 keys, the kernel shapes the
+/// benchmarks compare, and attention on the tensor cores.
 fn option_sets() -> Vec<Options> {
     let mut all = vec![];
     for reduce in [Reduce::Subgroup, Reduce::Shared] {
@@ -35,7 +35,6 @@ fn option_sets() -> Vec<Options> {
         for attend_lanes in [4, 16] {
             all.push(Options { attend_lanes, ..Options::new(reduce, false, 16384) });
         }
-        all.push(Options { attend_ahead: false, ..Options::new(reduce, false, 16384) });
     }
     for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);

@@ -19,10 +19,6 @@
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
 
-// A tile's values fetched with its keys, a tile ahead (else once its keys are in
-// workgroup memory, while they are scored).
-override AHEAD: bool = true;
-
 const WG: u32 = 256u;
 // Runs of KT invocations; each holds two rows of the block.
 const RUNS: u32 = 8u;
@@ -98,9 +94,7 @@ fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fe
         if (j < count) {
             let i = (slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + (at[n] & 255u);
             k = kc[i];
-            if (AHEAD) {
-                v = vc[i];
-            }
+            v = vc[i];
         }
         f.k[n] = k;
         f.v[n] = v;
@@ -158,19 +152,6 @@ fn weigh(lid: u32, r: u32, j: u32, dots: array<vec4<f32>, 2>, va: bool, vb: bool
         m_sh[r] = top;
     }
     return top;
-}
-
-// The invocation's pieces (`pieces`) of the values of the tile's first `count` keys (their
-// slots in s_sh), where they were not fetched ahead.
-fn fetch_values(c: u32, count: u32, at: vec4<u32>) -> array<vec4<f32>, 4> {
-    var v: array<vec4<f32>, 4>;
-    for (var n = 0u; n < 4u; n = n + 1u) {
-        let j = at[n] >> 8u;
-        if (j < count) {
-            v[n] = vc[(s_sh[j] * p.kv_heads + c) * (p.d / 4u) + (at[n] & 255u)];
-        }
-    }
-    return v;
 }
 
 // Fetched values into k_sh as the cache holds them, piece i at i (the keys scored: every
@@ -259,14 +240,10 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
         store_tile(lid, next, at);
-        var values = next.v;
+        let values = next.v;
         workgroupBarrier();
         if (t0 + KT < end) {
             next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
-        }
-        if (!AHEAD) {
-            // Loaded while the keys are scored.
-            values = fetch_values(c, count, at);
         }
         let ia = walk_at(walk, t0 + jq);
         let ib = walk_at(walk, t0 + jq + KT / 2u);
