@@ -1,18 +1,19 @@
 // Attention (spec §4, §6's near set) of a block of a prompt's rows: sixteen rows' four query
 // heads of one KV head over one chunk of the positions the block sees. Each tile of 32
-// keys is read from the cache once (into registers while the tile before it is worked on,
-// then into workgroup memory) and scored against all 64 queries (attend.wgsl, one row to
-// a workgroup, scores 4 queries for each key it reads); its values follow into the same
-// workgroup memory once the keys are scored, all of a tile's loads in flight at once.
-// One workgroup per (chunk, KV head, block of 16 rows); in it, run b of 32 invocations
-// holds rows b and b + 8: invocation j scores key j of each tile for both rows' four heads
-// (each piece of the key read once for eight queries), then sums the tile's values into
-// dims 4e … 4e + 3 of both (each value read once for both; a narrow head's dims share the
-// run's invocations, each with every `groups`-th key: see `groups`). The softmax is online, as in
-// attend.wgsl; its sums come from the weights each invocation reads for the value sums,
-// so a tile needs one reduction per row (the maximum). The result is attend.wgsl's: with
-// `direct` (one chunk) normalised and gated into z, else each row's maximum, sum and value
-// sums in `part` for combine.wgsl.
+// keys and their values is read from the cache once, into registers while the tile before
+// it is worked on: the keys then go to workgroup memory and are scored against all 64
+// queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads),
+// the values follow into the same workgroup memory once the keys are scored. A workgroup
+// per (chunk, KV head, block of 16 rows). Scoring, invocation i holds row i / 16's keys
+// i % 16 and i % 16 + 16 (each piece of a query read once for both keys; the row's
+// maximum a reduction over its 16 invocations, passed on through m_sh). Summing, run b
+// of 32 invocations holds rows b and b + 8: invocation j sums the tile's values into dims
+// 4e … 4e + 3 of both (each value read once for both; a narrow head's dims share the
+// run's invocations, each with every `groups`-th key: see `groups`). The softmax is
+// online, as in attend.wgsl; its sums come from the weights each invocation reads for the
+// value sums, so a tile needs one reduction per row (the maximum). The result is
+// attend.wgsl's: with `direct` (one chunk) normalised and gated into z, else each row's
+// maximum, sum and value sums in `part` for combine.wgsl.
 //
 // The block walks the union of its rows' positions (seen.wgsl's block_walk). Prep has
 // written every row's key and value before.
@@ -20,10 +21,10 @@
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
 
 const WG: u32 = 256u;
-// Runs of KT invocations; each holds two rows of the block.
+// Runs of KT invocations; each sums two rows of the block.
 const RUNS: u32 = 8u;
 const BR: u32 = 2u * RUNS;
-// Keys of a tile: one per invocation of a run.
+// Keys of a tile: one per invocation of a run, two per invocation scoring.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
@@ -34,7 +35,6 @@ const NONE: f32 = -1.0e30;
 // scored, the tile's values, keys-major ([KT][d/4], as the cache holds them).
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
-var<workgroup> s_sh: array<u32, 32>;         // the tile's slots
 var<workgroup> m_sh: array<vec4<f32>, 16>;   // the rows' maxima after the tile, 4 heads each
 
 fn key_at(e: u32, j: u32) -> vec4<f32> {
@@ -60,12 +60,11 @@ fn key_dots(j: u32, qr: u32) -> array<vec4<f32>, 2> {
     return array<vec4<f32>, 2>(da, db);
 }
 
-// A tile as one invocation copies it: pieces lid, lid + WG, … of its keys (at most 4:
-// d ≤ 128) and, for lid < KT, key lid's slot.
+// A tile as one invocation copies it: pieces lid, lid + WG, … of its keys and of their
+// values (at most 4: d ≤ 128).
 struct Fetch {
     k: array<vec4<f32>, 4>,
     v: array<vec4<f32>, 4>,
-    slot: u32,
 }
 
 // The pieces an invocation copies of every tile, lid + n·WG for n < 4 (piece i is dims
@@ -81,12 +80,11 @@ fn pieces(lid: u32) -> vec4<u32> {
     return at;
 }
 
-// The tile's first `count` keys of the walk from t0, read from the cache into registers
-// (the rest zero): a tile ahead of their use, so that the reads overlap the tile before.
+// The tile's first `count` keys of the walk from t0 and their values, read from the cache
+// into registers (the rest zero): a tile ahead of their use, so that the reads overlap the tile before.
 fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fetch {
     let d4 = p.d / 4u;
     var f: Fetch;
-    f.slot = select(0u, slot_of(walk_at(walk, t0 + lid)), lid < count);
     for (var n = 0u; n < 4u; n = n + 1u) {
         let j = at[n] >> 8u;
         var k = vec4<f32>(0.0);
@@ -102,11 +100,8 @@ fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fe
     return f;
 }
 
-// A fetched tile into k_sh and s_sh.
-fn store_tile(lid: u32, f: Fetch, at: vec4<u32>) {
-    if (lid < KT) {
-        s_sh[lid] = f.slot;
-    }
+// A fetched tile's keys into k_sh.
+fn store_tile(f: Fetch, at: vec4<u32>) {
     for (var n = 0u; n < 4u; n = n + 1u) {
         let j = at[n] >> 8u;
         let e = at[n] & 255u;
@@ -239,7 +234,7 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var next = fetch(lid, c, walk, start, min(KT, end - start), at);
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
-        store_tile(lid, next, at);
+        store_tile(next, at);
         let values = next.v;
         workgroupBarrier();
         if (t0 + KT < end) {
