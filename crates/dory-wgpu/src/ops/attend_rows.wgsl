@@ -133,18 +133,39 @@ fn add(run: Run, w: vec4<f32>, v: vec4<f32>) -> Run {
     return Run(run.m, run.l + w, run.a0 + w * v.x, run.a1 + w * v.y, run.a2 + w * v.z, run.a3 + w * v.w);
 }
 
-// Row r's scores of keys j and j + KT/2 (`va`, `vb`: whether the row sees each) weighed
-// against its new maximum (returned: its maximum so far, `m`, and the tile's); the weights
-// written for the value sums. Every invocation must call it (it reduces over the row's
-// KT/2 invocations).
-fn weigh(lid: u32, r: u32, j: u32, dots: array<vec4<f32>, 2>, va: bool, vb: bool, m: vec4<f32>) -> vec4<f32> {
+// What invocation lid scores (`scorer`): row `row` of the block (r in the prompt, `sn` what
+// it sees), whose four queries start at qr, against keys j and j + KT/2 of each tile.
+struct Scorer {
+    lid: u32,
+    row: u32,
+    r: u32,
+    sn: Seen,
+    qr: u32,
+    j: u32,
+}
+
+fn scorer(lid: u32, c: u32, r0: u32, last: u32) -> Scorer {
+    let r = min(r0 + lid / (KT / 2u), last);
+    let qr = (r * p.kv_heads + c) * GROUP * p.d / 4u;
+    return Scorer(lid, lid / (KT / 2u), r, seen(p.pos0 + r), qr, lid % (KT / 2u));
+}
+
+// The scorer's two keys of the tile from step t0 of the walk (count keys) scored and
+// weighed against the row's new maximum (returned: its maximum so far, `m`, and the
+// tile's); the weights written for the value sums, the maximum to m_sh. Every invocation
+// must call it (it reduces over the row's KT/2 invocations).
+fn score(s: Scorer, walk: Seen, t0: u32, count: u32, m: vec4<f32>) -> vec4<f32> {
+    let dots = key_dots(s.j, s.qr);
+    let va = s.j < count && sees(s.sn, p.pos0 + s.r, walk_at(walk, t0 + s.j));
+    let vb = s.j + KT / 2u < count && sees(s.sn, p.pos0 + s.r, walk_at(walk, t0 + s.j + KT / 2u));
     let sa = select(vec4<f32>(NONE), dots[0] * p.scale, va);
     let sb = select(vec4<f32>(NONE), dots[1] * p.scale, vb);
-    let top = max(m, seg_max4(max(sa, sb), lid, KT / 2u));
-    w_sh[r * KT + j] = select(vec4<f32>(0.0), exp(sa - top), va);
-    w_sh[r * KT + j + KT / 2u] = select(vec4<f32>(0.0), exp(sb - top), vb);
-    if (j == 0u) {
-        m_sh[r] = top;
+    let top = max(m, seg_max4(max(sa, sb), s.lid, KT / 2u));
+    let at = s.row * KT + s.j;
+    w_sh[at] = select(vec4<f32>(0.0), exp(sa - top), va);
+    w_sh[at + KT / 2u] = select(vec4<f32>(0.0), exp(sb - top), vb);
+    if (s.j == 0u) {
+        m_sh[s.row] = top;
     }
     return top;
 }
@@ -211,14 +232,9 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let ra = min(r0 + b, last);
     let rb = min(r0 + b + RUNS, last);
     let walk = block_walk(r0, last);
-    // The scores: invocation lid holds row lid / 16's keys lid % 16 and lid % 16 + 16.
-    let rq = min(r0 + lid / (KT / 2u), last);
-    let jq = lid % (KT / 2u);
-    let sq = seen(p.pos0 + rq);
+    let sc = scorer(lid, c, r0, last);
     let start = min(ch * p.per, walk.n);
     let end = min(start + p.per, walk.n);
-    let qw = GROUP * p.kv_heads * p.d / 4u;
-    let qr = rq * qw + GROUP * c * p.d / 4u;
     let zero = vec4<f32>(0.0);
     var mq = vec4<f32>(NONE);
     var run_a = Run(mq, zero, zero, zero, zero, zero);
@@ -240,11 +256,7 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (t0 + KT < end) {
             next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
-        let ia = walk_at(walk, t0 + jq);
-        let ib = walk_at(walk, t0 + jq + KT / 2u);
-        let va = jq < count && sees(sq, p.pos0 + rq, ia);
-        let vb = jq + KT / 2u < count && sees(sq, p.pos0 + rq, ib);
-        mq = weigh(lid, lid / (KT / 2u), jq, key_dots(jq, qr), va, vb, mq);
+        mq = score(sc, walk, t0, count, mq);
         workgroupBarrier();
         store_values(lid, values, at);
         run_a = rescale(run_a, m_sh[b]);
