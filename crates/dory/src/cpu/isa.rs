@@ -263,6 +263,20 @@ pub fn widen(isa: Isa, out: &mut [f32], w: Rows) {
     portable::widen(out, w);
 }
 
+/// out[c · ld + r] ← src[r · cols + c] for r < rows, c < cols: a panel of W transposed for
+/// the gemm crate, which packs such a panel with vector copies.
+pub fn transpose(isa: Isa, out: &mut [f32], src: &[f32], rows: usize, cols: usize, ld: usize) {
+    assert!(src.len() >= rows * cols && ld >= rows && out.len() >= (cols.max(1) - 1) * ld + rows);
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: as in `gemv`; the bounds are checked above.
+        unsafe { x86::transpose(out, src, rows, cols, ld) };
+        return;
+    }
+    let _ = isa;
+    portable::transpose(out, src, rows, cols, ld, 0, 0);
+}
+
 #[inline]
 fn bf16_to_f32(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
@@ -307,6 +321,16 @@ mod portable {
         }
     }
 
+    /// `transpose` from row r0 and column c0 on (the edges the vector kernels leave).
+    pub fn transpose(out: &mut [f32], src: &[f32], rows: usize, cols: usize, ld: usize, r0: usize, c0: usize) {
+        for r in 0..rows {
+            let c_from = if r < r0 { c0 } else { 0 };
+            for c in c_from..cols {
+                out[c * ld + r] = src[r * cols + c];
+            }
+        }
+    }
+
     pub fn widen(out: &mut [f32], w: Rows) {
         match w {
             Rows::F32(w) => out.copy_from_slice(w),
@@ -326,7 +350,7 @@ mod portable {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{bf16_to_f32, f16_to_f32, Rows, GROUP};
+    use super::{bf16_to_f32, f16_to_f32, portable, Rows, GROUP};
 
     /// Eight f32 from eight stored elements at `p` (any alignment).
     #[inline]
@@ -676,6 +700,47 @@ mod x86 {
         }
     }
 
+    /// `super::transpose` in blocks of 8 × 8, each transposed in registers; the edges by
+    /// the portable loop.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn transpose(out: &mut [f32], src: &[f32], rows: usize, cols: usize, ld: usize) {
+        let (r8, c8) = (rows / 8 * 8, cols / 8 * 8);
+        let (ps, po) = (src.as_ptr(), out.as_mut_ptr());
+        for r in (0..r8).step_by(8) {
+            for c in (0..c8).step_by(8) {
+                // (Plain statements: a closure would not inherit the target features, and its
+                // intrinsics would be calls.)
+                let at = ps.add(r * cols + c);
+                let a0 = _mm256_loadu_ps(at);
+                let a1 = _mm256_loadu_ps(at.add(cols));
+                let a2 = _mm256_loadu_ps(at.add(2 * cols));
+                let a3 = _mm256_loadu_ps(at.add(3 * cols));
+                let a4 = _mm256_loadu_ps(at.add(4 * cols));
+                let a5 = _mm256_loadu_ps(at.add(5 * cols));
+                let a6 = _mm256_loadu_ps(at.add(6 * cols));
+                let a7 = _mm256_loadu_ps(at.add(7 * cols));
+                let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+                let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+                let (t4, t5) = (_mm256_unpacklo_ps(a4, a5), _mm256_unpackhi_ps(a4, a5));
+                let (t6, t7) = (_mm256_unpacklo_ps(a6, a7), _mm256_unpackhi_ps(a6, a7));
+                let (u0, u1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+                let (u2, u3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+                let (u4, u5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+                let (u6, u7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+                let to = po.add(c * ld + r);
+                _mm256_storeu_ps(to, _mm256_permute2f128_ps::<0x20>(u0, u4));
+                _mm256_storeu_ps(to.add(ld), _mm256_permute2f128_ps::<0x20>(u1, u5));
+                _mm256_storeu_ps(to.add(2 * ld), _mm256_permute2f128_ps::<0x20>(u2, u6));
+                _mm256_storeu_ps(to.add(3 * ld), _mm256_permute2f128_ps::<0x20>(u3, u7));
+                _mm256_storeu_ps(to.add(4 * ld), _mm256_permute2f128_ps::<0x31>(u0, u4));
+                _mm256_storeu_ps(to.add(5 * ld), _mm256_permute2f128_ps::<0x31>(u1, u5));
+                _mm256_storeu_ps(to.add(6 * ld), _mm256_permute2f128_ps::<0x31>(u2, u6));
+                _mm256_storeu_ps(to.add(7 * ld), _mm256_permute2f128_ps::<0x31>(u3, u7));
+            }
+        }
+        portable::transpose(out, src, rows, cols, ld, r8, c8);
+    }
+
     /// See `super::widen`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn widen(out: &mut [f32], w: Rows) {
@@ -750,6 +815,25 @@ mod tests {
     }
 
     const SHAPES: [(usize, usize); 7] = [(1, 1), (3, 7), (5, 33), (33, 64), (17, 96), (9, 1757), (130, 384)];
+
+    #[test]
+    fn transpose_moves_every_element_in_every_isa() {
+        for isa in Isa::available() {
+            for (s, &(rows, cols)) in SHAPES.iter().enumerate() {
+                let src = rand_vec(rows * cols, 200 + s as u64);
+                let ld = rows + 3;
+                let mut out = vec![f32::NAN; cols * ld];
+                transpose(isa, &mut out, &src, rows, cols, ld);
+                for r in 0..rows {
+                    for c in 0..cols {
+                        assert_eq!(out[c * ld + r], src[r * cols + c], "{isa:?} {rows}×{cols} at ({r}, {c})");
+                    }
+                }
+                // The padding between rows is left as it was.
+                assert!((0..cols).all(|c| out[c * ld + rows..c * ld + ld].iter().all(|v| v.is_nan())));
+            }
+        }
+    }
 
     #[test]
     fn gemv_matches_the_formula_in_every_storage_and_isa() {
