@@ -44,12 +44,12 @@ fn key_at(e: u32, j: u32) -> vec4<f32> {
 // Keys j and j + KT/2 of the tile against the four queries of the row at qr: both keys'
 // pieces read for each piece of the queries, each query piece read once for both.
 fn key_dots(j: u32, qr: u32) -> array<vec4<f32>, 2> {
+    let d4 = p.d / 4u;
     var da = vec4<f32>(0.0);
     var db = vec4<f32>(0.0);
-    for (var e = 0u; e < p.d / 4u; e = e + 1u) {
+    for (var e = 0u; e < d4; e = e + 1u) {
         let ka = key_at(e, j);
         let kb = key_at(e, j + KT / 2u);
-        let d4 = p.d / 4u;
         let q0 = q[qr + e];
         let q1 = q[qr + d4 + e];
         let q2 = q[qr + 2u * d4 + e];
@@ -81,7 +81,8 @@ fn pieces(lid: u32) -> vec4<u32> {
 }
 
 // The tile's first `count` keys of the walk from t0 and their values, read from the cache
-// into registers (the rest zero): a tile ahead of their use, so that the reads overlap the tile before.
+// into registers (the rest zero): a tile ahead of their use, so that the reads overlap the
+// tile before.
 fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fetch {
     let d4 = p.d / 4u;
     var f: Fetch;

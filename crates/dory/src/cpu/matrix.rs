@@ -213,9 +213,10 @@ thread_local! {
     static PANEL: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// out[rows, n] ← x[rows, k] · wᵀ, one rayon task per panel of rows of W: f32 panels
-/// straight through the gemm crate, the others widened to f32 on the fly first. (The gemm
-/// crate's own threading ran f32 prefill about 1.1× slower than these panels.)
+/// out[rows, n] ← x[rows, k] · wᵀ, one rayon task per panel of rows of W: f16, bf16 and q8_0
+/// panels widened to f32 on the fly, every panel transposed (`gemm_f32`) on its way to the
+/// gemm crate. (The gemm crate's own threading ran f32 prefill about 1.1× slower than these
+/// panels.)
 fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
     let (k, n) = (w.k, w.n);
     let panel = (PANEL_BYTES / (4 * k)).clamp(16, 512);
@@ -241,12 +242,11 @@ fn gemm(isa: Isa, out: &mut [f32], x: &[f32], w: &Stacked, rows: usize) {
                     p
                 }
             };
-            let ld = stride(wn);
-            wt.resize(ld * k, 0.0);
-            isa::transpose(isa, wt, w, wn, k, ld);
+            wt.resize(stride(wn) * k, 0.0);
+            isa::transpose(isa, wt, w, wn, k, stride(wn));
             // SAFETY: this panel's columns col … col + wn of out[rows, n]: no other task
             // writes them, and the caller's borrow of out outlives the parallel loop.
-            unsafe { gemm_f32(out.at(col), n, x, wt, ld, rows, k, wn) };
+            unsafe { gemm_f32(out.at(col), n, x, wt, rows, k, wn) };
         });
     });
 }
@@ -258,14 +258,13 @@ fn stride(rows: usize) -> usize {
 }
 
 /// out[rows, wn] (row stride `ld`) ← x[rows, k] · w[wn, k]ᵀ, w given transposed, wt[k, wn]
-/// (row stride `wld`): the gemm crate packs such a panel with vector copies, where it gathers
-/// the panel as held, element by element (11 % of a bf16 prompt's time, `perf`).
+/// (row stride `stride(wn)`): the gemm crate packs such a panel with vector copies, where it
+/// gathers the panel as held, element by element (11 % of a bf16 prompt's time, `perf`).
 ///
 /// # Safety
 /// `out` must be valid for writes of rows − 1 strides of `ld` plus `wn` elements.
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_f32(out: *mut f32, ld: usize, x: &[f32], wt: &[f32], wld: usize, rows: usize, k: usize, wn: usize) {
-    debug_assert!(x.len() >= rows * k && wt.len() >= (k - 1) * wld + wn);
+unsafe fn gemm_f32(out: *mut f32, ld: usize, x: &[f32], wt: &[f32], rows: usize, k: usize, wn: usize) {
+    debug_assert!(x.len() >= rows * k && wt.len() >= stride(wn) * k);
     gemm::gemm(
         rows,
         wn,
@@ -279,7 +278,7 @@ unsafe fn gemm_f32(out: *mut f32, ld: usize, x: &[f32], wt: &[f32], wld: usize, 
         k as isize,
         wt.as_ptr(),
         1,
-        wld as isize,
+        stride(wn) as isize,
         0.0,
         1.0,
         false,
