@@ -83,7 +83,7 @@ fn pieces(lid: u32) -> vec4<u32> {
 // The tile's first `count` keys of the walk from t0 and their values, read from the cache
 // into registers (the rest zero): a tile ahead of their use, so that the reads overlap the
 // tile before.
-fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fetch {
+fn fetch(c: u32, walk: Seen, t0: u32, count: u32, at: vec4<u32>) -> Fetch {
     let d4 = p.d / 4u;
     var f: Fetch;
     for (var n = 0u; n < 4u; n = n + 1u) {
@@ -248,14 +248,14 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let e = j / groups;
     let g = j % groups;
     let at = pieces(lid);
-    var next = fetch(lid, c, walk, start, min(KT, end - start), at);
+    var next = fetch(c, walk, start, min(KT, end - start), at);
     for (var t0 = start; t0 < end; t0 = t0 + KT) {
         let count = min(KT, end - t0);
         store_tile(next, at);
         let values = next.v;
         workgroupBarrier();
         if (t0 + KT < end) {
-            next = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), at);
+            next = fetch(c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
         mq = score(sc, walk, t0, count, mq);
         workgroupBarrier();
