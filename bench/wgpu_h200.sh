@@ -5,7 +5,7 @@
 #                              test binary, stripped and gzipped, into .wgpu-carry/; the Vulkan
 #                              loader's .deb into .gl/ (both ignored; carry them)
 #   bench/wgpu_h200.sh run     there, from the repository root: the GPU tests (CI=true:
-#                              no adapter is a failure; again with gemm_tall forced), the floors and kernel timings
+#                              no adapter is a failure; again with 2 × 2 subgroups a GEMM workgroup), the floors and kernel timings
 #                              (dory-wgpu-kernels), `dory bench --backend wgpu` at depths
 #                              0, 4k and 32k (exact and O(1)) for models/dory-tiny and a
 #                              random model of bench/wgpu-large.json (f16), and the
@@ -40,7 +40,7 @@
 #   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with gemm_tall forced),
+#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with 2 × 2 GEMM subgroups),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_TESTS_ALSO="NAME=VALUE …" the tests again under each,
@@ -141,10 +141,10 @@ if [ "${2:-}" = sweep ]; then
     # setting.
     if [ "${SWEEP_TESTS:-0}" = 1 ]; then
         CI=true timeout 150 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -12
-        # gemm_tall forced (the default block is gemm_coop's).
-        echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
-        CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
-            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
+        # The GEMM's workgroups of 2 × 2 subgroups (the default is one).
+        echo "== GPU tests with DORY_WGPU_COOP_TILE=2,2"
+        CI=true DORY_WGPU_COOP_TILE=2,2 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
+            | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_tile.log" | grep -E "test result|panicked"
         # SWEEP_TESTS_ALSO="NAME=VALUE …": the tests again under each assignment.
         for a in ${SWEEP_TESTS_ALSO:-}; do
             echo "== GPU tests with $a"
@@ -195,10 +195,10 @@ if [ "${2:-}" = sweep ]; then
 fi
 echo "== GPU tests"
 CI=true timeout $((quick ? 90 : 150)) $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME | tee "$out/wgpu_tests.log" | tail -15
-# gemm_tall forced (the default block is gemm_coop's).
-echo "== GPU tests with gemm_tall (DORY_WGPU_COOP_KERNEL=tall)"
-CI=true DORY_WGPU_COOP_KERNEL=tall timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
-    | tee "$out/wgpu_tests_tall.log" | grep -E "test result|panicked"
+# The GEMM's workgroups of 2 × 2 subgroups (the default is one).
+echo "== GPU tests with DORY_WGPU_COOP_TILE=2,2"
+CI=true DORY_WGPU_COOP_TILE=2,2 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
+    | tee "$out/wgpu_tests_tile.log" | grep -E "test result|panicked"
 if ((ab)) && [ "${PLAIN:-1}" = 1 ]; then
     echo "== GPU tests with the plain GEMM (DORY_WGPU_COOP=0)"
     CI=true DORY_WGPU_COOP=0 timeout 60 $carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
@@ -222,8 +222,8 @@ if [ "${2:-}" = coop ]; then
     # The tensor-core GEMMs alone: after the GPU tests, the same under each of COOP_TESTS
     # (settings joined by '+'), every GEMM shape of the larger model's projections at the
     # default chunk's rows and 512 (dory-wgpu-kernels --gemm), and its pp512 under each of
-    # PROMPTS: KERNEL@CHUNK[@DEPTH], KERNEL one of plain, direct, tall, shape (by shape).
-    for t in ${COOP_TESTS:-DORY_WGPU_COOP_KERNEL=tall+DORY_WGPU_COOP_TILE=2,2,1 DORY_WGPU_COOP_KERNEL=direct+DORY_WGPU_COOP_TILE=2,2,1}; do
+    # PROMPTS: KERNEL@CHUNK[@DEPTH], KERNEL plain or coop.
+    for t in ${COOP_TESTS:-DORY_WGPU_COOP_TILE=2,2 DORY_WGPU_COOP_TILE=2,1}; do
         echo "== GPU tests, $t"
         env ${t//+/ } CI=true timeout 60 $carry/gpu-tests --test-threads 4 2>&1 \
             | grep -v XDG_RUNTIME | tee "$out/wgpu_tests_${t//[^A-Za-z0-9_]/_}.log" | grep -E "relative|test result|panicked"
@@ -231,11 +231,11 @@ if [ "${2:-}" = coop ]; then
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     room 150 "GEMM shapes" && timeout 120 $carry/dory-wgpu-kernels --model $large --dtypes f16 --gemm 2>&1 \
         >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME | tee -a "$out/wgpu_kernels.txt"
-    for run in ${PROMPTS:-plain@256 direct@256 shape@256 direct@512 shape@512 tall@512 direct@1024 shape@1024}; do
+    for run in ${PROMPTS:-plain@256 coop@256 coop@512 coop@1024}; do
         IFS=@ read -r kernel chunk depth <<<"$run"
         room 45 "prompt $run" || break
         coop=$([ $kernel = plain ] && echo 0 || echo 1)
-        DORY_WGPU_COOP=$coop DORY_WGPU_COOP_KERNEL=$kernel timeout 45 $dory bench --backend wgpu --model $large \
+        DORY_WGPU_COOP=$coop timeout 45 $dory bench --backend wgpu --model $large \
             --attention exact --depth ${depth:-0} --chunk $chunk --reps 3 --prompt 512 --gen 0 --exit none --json \
             | sed "s/\"attention\":\"[a-z0-9]*\"/\"attention\":\"$run\"/" | tee -a "$out/wgpu_bench.jsonl"
     done

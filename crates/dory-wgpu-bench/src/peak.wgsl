@@ -43,15 +43,16 @@ fn peak() {
     let at = 2048u;
     let stride = 16u;
     let zero = coopLoadT<Acc>(&out[at], stride);
-    var c0 = zero;
-    var c1 = zero;
-    var c2 = zero;
-    var c3 = zero;
-    var c4 = zero;
-    var c5 = zero;
-    var c6 = zero;
-    var c7 = zero;
-    for (var i = 0u; i < ITERS; i = i + 1u) {
+    // The first of the ITERS products start the chains.
+    var c0 = coopMultiplyAdd(x0, b0, zero);
+    var c1 = coopMultiplyAdd(x0, b1, zero);
+    var c2 = coopMultiplyAdd(x0, b2, zero);
+    var c3 = coopMultiplyAdd(x0, b3, zero);
+    var c4 = coopMultiplyAdd(x1, b0, zero);
+    var c5 = coopMultiplyAdd(x1, b1, zero);
+    var c6 = coopMultiplyAdd(x1, b2, zero);
+    var c7 = coopMultiplyAdd(x1, b3, zero);
+    for (var i = 1u; i < ITERS; i = i + 1u) {
         c0 = coopMultiplyAdd(x0, b0, c0);
         c1 = coopMultiplyAdd(x0, b1, c1);
         c2 = coopMultiplyAdd(x0, b2, c2);

@@ -188,12 +188,8 @@ pub struct Options {
     /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
     pub coop: bool,
     pub gemv1: Gemv1,
-    /// The cooperative GEMM's subgroups per workgroup (rows × columns) and slices of 16
-    /// inputs loaded before they are multiplied (1 or 2).
+    /// The cooperative GEMM's subgroups per workgroup (rows × columns).
     pub coop_tile: (u32, u32),
-    pub coop_unroll: u32,
-    /// Which tensor-core kernel a projection takes (the unrolling is `gemm_coop`'s alone).
-    pub coop_kernel: CoopKernel,
     /// x's lo part kept (false only to measure what it adds).
     pub coop_lo: bool,
     /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
@@ -237,7 +233,7 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN,UNROLL, DORY_WGPU_COOP_KERNEL=direct|tall|shape,
+    /// DORY_WGPU_COOP_TILE=WM,WN,
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
@@ -258,16 +254,6 @@ impl Options {
             gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
-            coop_unroll: 2,
-            // With W in tiles, the 32 × 64 block everywhere beat the choice by shape on the
-            // H200: the larger config's pp512 18,272 against 15,530 tok/s (gate|up 204 µs
-            // against gemm_tall's 304; q|k|v|gate 171 against 149; call 5 of
-            // bench/logs/h200-2026-12-02e).
-            coop_kernel: match std::env::var("DORY_WGPU_COOP_KERNEL").as_deref() {
-                Ok("tall") => CoopKernel::Tall,
-                Ok("shape") => CoopKernel::ByShape,
-                _ => CoopKernel::Direct,
-            },
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             // The H200 (bench/logs/h200-2026-12-02f/call-1, µs at 512 rows): dory-tiny's
             // down 47.8 → 23.9 in 4 slices (96 blocks), its out 23.4 → 16.1, q|k|v|gate
@@ -297,8 +283,8 @@ impl Options {
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
             _ => {}
         }
-        if let Some(&[wm, wn, unroll]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
-            (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
+        if let Some(&[wm, wn]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
+            o.coop_tile = (wm.clamp(1, 8), wn.clamp(1, 4));
         }
         match numbers("DORY_WGPU_COOP_SLICES").as_deref() {
             Some(&[target, steps]) => o.coop_slicing = Slicing { target, steps, ..o.coop_slicing },
@@ -354,33 +340,6 @@ impl Options {
     }
 }
 
-/// Which tensor-core GEMM a projection takes (`gemm_coop.wgsl`): `gemm_coop`, a 32 × 64 block
-/// of out per subgroup, or `gemm_tall`, 64 × 64, which reuses each fragment more but gives
-/// half the blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CoopKernel {
-    Direct,
-    Tall,
-    /// `gemm_tall` where it still has `TALL_BLOCKS` blocks, else `gemm_coop`.
-    ByShape,
-}
-
-/// The fewest 64 × 64 blocks that kept `gemm_tall` ahead while W was stored in rows: at 512
-/// rows on the H200 it won on 5120 and 11264 columns (640 and 1408 blocks) and lost on 2048
-/// (256). With W in tiles it still wins on 5120 but loses on 11264: no longer the default.
-pub const TALL_BLOCKS: usize = 512;
-
-impl CoopKernel {
-    /// Whether a product of `rows` rows and `n` columns takes `gemm_tall`.
-    pub fn tall(self, rows: usize, n: usize) -> bool {
-        match self {
-            CoopKernel::Direct => false,
-            CoopKernel::Tall => true,
-            CoopKernel::ByShape => rows.div_ceil(64) * n.div_ceil(64) >= TALL_BLOCKS,
-        }
-    }
-}
-
 /// Bytes of workgroup memory the tensor-core GEMM takes for a tile of WM × WN subgroups
 /// (either block): a 16 × 16 tile of f32 per subgroup.
 pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
@@ -431,13 +390,8 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     }
     if base.coop {
         all.push(Options { coop: false, ..base });
-        for (tile, unroll) in
-            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
-        {
-            all.push(Options { coop_tile: tile, coop_unroll: unroll, coop_kernel: CoopKernel::Direct, ..base });
-        }
-        for tile in [(1, 1), (2, 1), (1, 2), (2, 2)] {
-            all.push(Options { coop_tile: tile, coop_unroll: 1, coop_kernel: CoopKernel::Tall, ..base });
+        for tile in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (4, 2)] {
+            all.push(Options { coop_tile: tile, ..base });
         }
         // Slices off.
         all.push(Options { coop_slicing: Slicing { most: 1, ..base.coop_slicing }, ..base });
@@ -474,7 +428,6 @@ pub struct Coop {
     /// The nGPT residual that also cuts the new h into parts (no split after it).
     pub residual_split: KernelId,
     pub gemm: [KernelId; 2],
-    pub tall: [KernelId; 2],
     /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
     pub sliced: [[KernelId; 2]; 2],
 }
@@ -561,13 +514,11 @@ impl Planner {
 /// The tensor-core GEMM's pipelines (`Coop`).
 fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let (wm, wn) = options.coop_tile;
-    let unroll = ("UNROLL", f64::from(options.coop_unroll));
-    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll];
+    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn))];
     let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
-    let tall = ["gemm_tall", "gemm_tall_scaled"].map(|e| b.add("gemm_coop", e, &c));
     let mut sliced = [gemm; 2];
     for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
-        let c = [unroll, ("SLICES", f64::from(n))];
+        let c = [("SLICES", f64::from(n))];
         sliced[i] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
     }
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));
@@ -575,7 +526,7 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
     let split_combine = b.add_as("split", "split", "split_combine", &[lo, ("COMBINE", 1.0)]);
     let residual_split = b.add("residual", "residual_split", &[lo]);
-    Coop { split, split_swiglu, split_combine, residual_split, gemm, tall, sliced }
+    Coop { split, split_swiglu, split_combine, residual_split, gemm, sliced }
 }
 
 impl Kernels {

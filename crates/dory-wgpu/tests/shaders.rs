@@ -129,24 +129,6 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }
 
-/// The taller tensor-core block where it still has blocks to fill the card: the H200's
-/// winners at 256 and 512 rows (bench/logs/h200-2026-12-02c/call-3).
-#[test]
-fn the_taller_block_goes_where_it_has_the_blocks() {
-    use dory_wgpu::kernels::CoopKernel;
-    for (rows, n, tall) in [
-        (512, 5120, true),
-        (512, 11264, true),
-        (256, 11264, true),
-        (256, 5120, false),
-        (512, 2048, false),
-        (256, 2048, false),
-    ] {
-        assert_eq!(CoopKernel::ByShape.tall(rows, n), tall, "{rows} rows × {n}");
-    }
-    assert!(CoopKernel::Tall.tall(1, 1) && !CoopKernel::Direct.tall(4096, 32000));
-}
-
 /// Slices where the blocks are few and the inputs many, never past the device's workgroup
 /// memory.
 #[test]

@@ -10,17 +10,18 @@
 // share columns of W meet them in the cache; a kernel that staged 32 inputs at a time in
 // workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of
 // WM × WN subgroups of 32 computes a (32 WM) × (64 WN) tile of out, each subgroup a
-// 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
-// inputs before multiplying either), or a (64 WM) × (64 WN) tile in blocks of 64 × 64 as
-// 4 × 4 (`gemm_tall`), which loads 12 fragments for 32 products instead of 8 for 16 but
-// has half the workgroups.
+// 32 × 64 block as 2 × 4 accumulators (`gemm_coop`), two slices of 16 inputs loaded before
+// either is multiplied. (A 64 × 64 block a subgroup, `gemm_tall`, reused each fragment more
+// but halved the blocks; with W in tiles it lost on every product of both models:
+// bench/logs/h200-2026-12-02e/call-5.)
 //
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. Its loop is gemm_coop's again, apart: folded into gemm_coop_tile, the
-// slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200 (149–154 µs against 144
-// for the larger config's products, bench/logs/h200-2026-12-02f/call-6 … call-8).
+// product waits on. Both take their sums from `block_sums`; the slice's set-up stays in an
+// entry point of its own (folded into gemm_coop_tile, it slowed the unsliced blocks by
+// 3.5–7 % on the H200: 149–154 µs against 144 for the larger config's products,
+// bench/logs/h200-2026-12-02f/call-6 … call-8).
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -28,17 +29,13 @@
 // buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators, stored as the arguments of a function.
+// hence named accumulators, and structs (`Block`, `Frags`) where they travel together.
 
 enable f16;
 enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
-// Slices of 16 inputs loaded before they are multiplied (gemm_coop). (Declared before
-// c_sh: naga 30's override processing fails on an override declared after a type sized by
-// others.)
-override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
 
@@ -107,19 +104,28 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
 }
 
+// A subgroup's 32 × 64 block of sums, as 2 × 4 tiles.
+struct Block {
+    c00: Acc,
+    c01: Acc,
+    c02: Acc,
+    c03: Acc,
+    c10: Acc,
+    c11: Acc,
+    c12: Acc,
+    c13: Acc,
+}
+
 // The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
-fn emit_block(
-    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
-) {
-    emit(t00, sg, lane, r0, j0, scaled);
-    emit(t01, sg, lane, r0, j0 + 16u, scaled);
-    emit(t02, sg, lane, r0, j0 + 32u, scaled);
-    emit(t03, sg, lane, r0, j0 + 48u, scaled);
-    emit(t10, sg, lane, r0 + 16u, j0, scaled);
-    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
-    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
-    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+fn emit_block(t: Block, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
+    emit(t.c00, sg, lane, r0, j0, scaled);
+    emit(t.c01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t.c02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t.c03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t.c10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t.c11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t.c12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t.c13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -142,13 +148,31 @@ fn load_b(band: u32, k: u32) -> FragB {
     return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
-fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    // This subgroup's 32 × 64 block of out.
-    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
-    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    let zero = zero_acc(lid);
+// A step's fragments: 16 inputs from k of the block's two row tiles of x (hi and lo) and
+// of its four column tiles of W.
+struct Frags {
+    h0: FragA,
+    h1: FragA,
+    l0: FragA,
+    l1: FragA,
+    b0: FragB,
+    b1: FragB,
+    b2: FragB,
+    b3: FragB,
+}
+
+fn frags(a0: u32, a1: u32, w: vec4<u32>, k: u32) -> Frags {
+    return Frags(
+        load_a(a0, k), load_a(a1, k), load_a(p.lo + a0, k), load_a(p.lo + a1, k),
+        load_b(w.x, k), load_b(w.y, k), load_b(w.z, k), load_b(w.w, k),
+    );
+}
+
+// The sums of the 32 × 64 block at (r0, j0) over inputs k0 … end − 1 (whole steps of 16),
+// from `zero`. Two steps' fragments are loaded before either is multiplied; the
+// accumulators stay in named variables through the loop (held in a struct, they ran ~2 %
+// slower on the H200: bench/logs/h200-2026-12-03a/call-2).
+fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
     var c00 = zero;
     var c01 = zero;
     var c02 = zero;
@@ -160,117 +184,39 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
-    var k = 0u;
-    if (UNROLL == 2u) {
-        for (; k + 16u < p.k16; k = k + 32u) {
-            let h0 = load_a(a0, k);
-            let h1 = load_a(a1, k);
-            let l0 = load_a(p.lo + a0, k);
-            let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w.x, k);
-            let b1 = load_b(w.y, k);
-            let b2 = load_b(w.z, k);
-            let b3 = load_b(w.w, k);
-            let g0 = load_a(a0, k + 16u);
-            let g1 = load_a(a1, k + 16u);
-            let m0 = load_a(p.lo + a0, k + 16u);
-            let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w.x, k + 16u);
-            let d1 = load_b(w.y, k + 16u);
-            let d2 = load_b(w.z, k + 16u);
-            let d3 = load_b(w.w, k + 16u);
-            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
-        }
+    var k = k0;
+    for (; k + 16u < end; k = k + 32u) {
+        let f = frags(a0, a1, w, k);
+        let g = frags(a0, a1, w, k + 16u);
+        c00 = mma2(g.h0, g.l0, g.b0, mma2(f.h0, f.l0, f.b0, c00));
+        c01 = mma2(g.h0, g.l0, g.b1, mma2(f.h0, f.l0, f.b1, c01));
+        c02 = mma2(g.h0, g.l0, g.b2, mma2(f.h0, f.l0, f.b2, c02));
+        c03 = mma2(g.h0, g.l0, g.b3, mma2(f.h0, f.l0, f.b3, c03));
+        c10 = mma2(g.h1, g.l1, g.b0, mma2(f.h1, f.l1, f.b0, c10));
+        c11 = mma2(g.h1, g.l1, g.b1, mma2(f.h1, f.l1, f.b1, c11));
+        c12 = mma2(g.h1, g.l1, g.b2, mma2(f.h1, f.l1, f.b2, c12));
+        c13 = mma2(g.h1, g.l1, g.b3, mma2(f.h1, f.l1, f.b3, c13));
     }
-    for (; k < p.k16; k = k + 16u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c02 = mma2(h0, l0, b2, c02);
-        c03 = mma2(h0, l0, b3, c03);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-        c12 = mma2(h1, l1, b2, c12);
-        c13 = mma2(h1, l1, b3, c13);
+    if (k < end) {
+        let f = frags(a0, a1, w, k);
+        return Block(
+            mma2(f.h0, f.l0, f.b0, c00), mma2(f.h0, f.l0, f.b1, c01),
+            mma2(f.h0, f.l0, f.b2, c02), mma2(f.h0, f.l0, f.b3, c03),
+            mma2(f.h1, f.l1, f.b0, c10), mma2(f.h1, f.l1, f.b1, c11),
+            mma2(f.h1, f.l1, f.b2, c12), mma2(f.h1, f.l1, f.b3, c13),
+        );
     }
-    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
+    return Block(c00, c01, c02, c03, c10, c11, c12, c13);
 }
 
-// A 64 × 64 block per subgroup, as 4 × 4 accumulators (`gemm_tall`): 12 fragments loaded
-// for every 32 products, where the 32 × 64 block loads 8 for 16.
-fn gemm_tall_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
+fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let r0 = wid.y * 64u * WM + 64u * (sg / WN);
+    // This subgroup's 32 × 64 block of out.
+    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    let zero = zero_acc(lid);
-    var c00 = zero;
-    var c01 = zero;
-    var c02 = zero;
-    var c03 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    var c12 = zero;
-    var c13 = zero;
-    var c20 = zero;
-    var c21 = zero;
-    var c22 = zero;
-    var c23 = zero;
-    var c30 = zero;
-    var c31 = zero;
-    var c32 = zero;
-    var c33 = zero;
-    let a0 = r0 * p.k16;
-    let a1 = a0 + 16u * p.k16;
-    let a2 = a0 + 32u * p.k16;
-    let a3 = a0 + 48u * p.k16;
-    let w = w_bands(j0);
-    for (var k = 0u; k < p.k16; k = k + 16u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let h2 = load_a(a2, k);
-        let h3 = load_a(a3, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let l2 = load_a(p.lo + a2, k);
-        let l3 = load_a(p.lo + a3, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c02 = mma2(h0, l0, b2, c02);
-        c03 = mma2(h0, l0, b3, c03);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-        c12 = mma2(h1, l1, b2, c12);
-        c13 = mma2(h1, l1, b3, c13);
-        c20 = mma2(h2, l2, b0, c20);
-        c21 = mma2(h2, l2, b1, c21);
-        c22 = mma2(h2, l2, b2, c22);
-        c23 = mma2(h2, l2, b3, c23);
-        c30 = mma2(h3, l3, b0, c30);
-        c31 = mma2(h3, l3, b1, c31);
-        c32 = mma2(h3, l3, b2, c32);
-        c33 = mma2(h3, l3, b3, c33);
-    }
-    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
-    emit_block(c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, r0 + 32u, j0, scaled);
+    let sums = block_sums(r0, j0, 0u, p.k16, zero_acc(lid));
+    emit_block(sums, sg, lane, r0, j0, scaled);
 }
 
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
@@ -292,18 +238,15 @@ fn stash(t: Acc, slice: u32, i: u32) {
 }
 
 // The block at (r0, j0) as the sum of every slice's.
-fn join_slices(
-    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
-) {
-    stash(t00, slice, 0u);
-    stash(t01, slice, 1u);
-    stash(t02, slice, 2u);
-    stash(t03, slice, 3u);
-    stash(t10, slice, 4u);
-    stash(t11, slice, 5u);
-    stash(t12, slice, 6u);
-    stash(t13, slice, 7u);
+fn join_slices(t: Block, slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool) {
+    stash(t.c00, slice, 0u);
+    stash(t.c01, slice, 1u);
+    stash(t.c02, slice, 2u);
+    stash(t.c03, slice, 3u);
+    stash(t.c10, slice, 4u);
+    stash(t.c11, slice, 5u);
+    stash(t.c12, slice, 6u);
+    stash(t.c13, slice, 7u);
     workgroupBarrier();
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
@@ -322,72 +265,15 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let r0 = wid.y * 32u;
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
-    let end = 16u * ((slice + 1u) * steps / SLICES);
     for (var e = lid; e < 256u; e = e + 32u * SLICES) {
         s_sh[e] = 0.0;
     }
     workgroupBarrier();
     let zero = coopLoad<Acc>(&s_sh[0], 16u);
     workgroupBarrier();
-    var c00 = zero;
-    var c01 = zero;
-    var c02 = zero;
-    var c03 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    var c12 = zero;
-    var c13 = zero;
-    let a0 = r0 * p.k16;
-    let a1 = (r0 + 16u) * p.k16;
-    let w = w_bands(j0);
-    var k = 16u * (slice * steps / SLICES);
-    if (UNROLL == 2u) {
-        for (; k + 16u < end; k = k + 32u) {
-            let h0 = load_a(a0, k);
-            let h1 = load_a(a1, k);
-            let l0 = load_a(p.lo + a0, k);
-            let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w.x, k);
-            let b1 = load_b(w.y, k);
-            let b2 = load_b(w.z, k);
-            let b3 = load_b(w.w, k);
-            let g0 = load_a(a0, k + 16u);
-            let g1 = load_a(a1, k + 16u);
-            let m0 = load_a(p.lo + a0, k + 16u);
-            let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w.x, k + 16u);
-            let d1 = load_b(w.y, k + 16u);
-            let d2 = load_b(w.z, k + 16u);
-            let d3 = load_b(w.w, k + 16u);
-            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
-        }
-    }
-    for (; k < end; k = k + 16u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c02 = mma2(h0, l0, b2, c02);
-        c03 = mma2(h0, l0, b3, c03);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-        c12 = mma2(h1, l1, b2, c12);
-        c13 = mma2(h1, l1, b3, c13);
-    }
-    join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
+    let k0 = 16u * (slice * steps / SLICES);
+    let end = 16u * ((slice + 1u) * steps / SLICES);
+    join_slices(block_sums(r0, j0, k0, end, zero), slice, lid, r0, j0, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)
@@ -399,17 +285,6 @@ fn gemm_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
 fn gemm_coop_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_coop_tile(lid, wid, true);
 }
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_tall(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_tall_tile(lid, wid, false);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_tall_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_tall_tile(lid, wid, true);
-}
-
 
 @compute @workgroup_size(32 * SLICES)
 fn gemm_sliced(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {

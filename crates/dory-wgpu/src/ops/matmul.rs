@@ -180,9 +180,8 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
             match slices(rec, w.k, rows, part.rows) {
-                _ if o.coop_kernel.tall(rows, part.rows) => format!("gemm_tall ({wm}×{wn} subgroups)"),
-                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
-                n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
+                1 => format!("gemm_coop ({wm}×{wn} subgroups)"),
+                n => format!("gemm_coop ({n} slices)"),
             }
         }
         None => "gemm".into(),
@@ -324,8 +323,8 @@ fn tensor_cores(
     let o = rec.dev().kernels.options;
     let (wm, wn) = o.coop_tile;
     let k16 = w.k.next_multiple_of(16);
-    // Whole tiles of rows (of either kernel), which the GEMM reads.
-    let halves = rows.next_multiple_of(64 * wm as usize) * k16;
+    // Whole tiles of rows, which the GEMM reads.
+    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
     let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
         Ok(b) => b,
         Err(e) => return rec.fail(e),
@@ -359,14 +358,12 @@ fn tensor_cores(
         });
     }
     for part in &w.parts {
-        let tall = o.coop_kernel.tall(rows, part.rows);
         let kernels = match slices(rec, w.k, rows, part.rows) {
-            _ if tall => coop.tall,
             1 => coop.gemm,
             n => coop.sliced[usize::from(n == 4)],
         };
         let kernel = kernels[usize::from(scale.is_some())];
-        let tile_rows = if tall { 64 } else { 32 } * wm as usize;
+        let tile_rows = 32 * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let binds = [
             (0, Bind::Buf(part.store.clone())),
