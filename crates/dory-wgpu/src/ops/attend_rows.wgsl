@@ -4,15 +4,12 @@
 // it is worked on: the keys then go to workgroup memory and are scored against all 64
 // queries (attend.wgsl, one row to a workgroup, scores 4 queries for each key it reads),
 // the values follow into the same workgroup memory once the keys are scored. A workgroup
-// per (chunk, KV head, block of 16 rows). Run b of 32 invocations holds rows b and b + 8.
-// Scoring, its invocations pair up over the two halves of the dims, pair j on keys j and
-// j + 16: each piece of a key read is multiplied into both rows' four queries, each query
-// piece into both keys (two key loads from workgroup memory for sixteen dot products of
-// four dims: those loads, four cycles of the SM's one load pipe a warp, are what scoring
-// waits on), the halves joined by a reduction over the pair and each row's maximum over
-// the run. Summing, invocation j sums the tile's values into dims 4e … 4e + 3 of both
-// rows (each value read once for both; a narrow head's dims share the run's invocations,
-// each with every `groups`-th key: see `groups`). The softmax is
+// per (chunk, KV head, block of 16 rows). Scoring, invocation i holds row i / 16's keys
+// i % 16 and i % 16 + 16 (each piece of a query read once for both keys; the row's
+// maximum a reduction over its 16 invocations, passed on through m_sh). Summing, run b
+// of 32 invocations holds rows b and b + 8: invocation j sums the tile's values into dims
+// 4e … 4e + 3 of both (each value read once for both; a narrow head's dims share the
+// run's invocations, each with every `groups`-th key: see `groups`). The softmax is
 // online, as in attend.wgsl; its sums come from the weights each invocation reads for the
 // value sums, so a tile needs one reduction per row (the maximum). The result is
 // attend.wgsl's: with `direct` (one chunk) normalised and gated into z, else each row's
@@ -38,41 +35,29 @@ const NONE: f32 = -1.0e30;
 // scored, the tile's values, keys-major ([KT][d/4], as the cache holds them).
 var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
+var<workgroup> m_sh: array<vec4<f32>, 16>;   // the rows' maxima after the tile, 4 heads each
 
 fn key_at(e: u32, j: u32) -> vec4<f32> {
     return k_sh[e * KT + (j ^ (e % 8u))];
 }
 
-// Key k's dims 4e … 4e + 3 against the same dims of a row's four queries (q0 … q3).
-fn dots4(k: vec4<f32>, q0: vec4<f32>, q1: vec4<f32>, q2: vec4<f32>, q3: vec4<f32>) -> vec4<f32> {
-    return vec4<f32>(dot(k, q0), dot(k, q1), dot(k, q2), dot(k, q3));
-}
-
-// The scorer's half of the dims of keys j and j + KT/2 of the tile against its two rows'
-// four queries: [row a · key j, row a · key j + KT/2, row b · key j, row b · key j + KT/2].
-fn key_dots(s: Scorer) -> array<vec4<f32>, 4> {
+// Keys j and j + KT/2 of the tile against the four queries of the row at qr: both keys'
+// pieces read for each piece of the queries, each query piece read once for both.
+fn key_dots(j: u32, qr: u32) -> array<vec4<f32>, 2> {
     let d4 = p.d / 4u;
-    var aj = vec4<f32>(0.0);
-    var ak = vec4<f32>(0.0);
-    var bj = vec4<f32>(0.0);
-    var bk = vec4<f32>(0.0);
-    for (var e = s.e0; e < s.e1; e = e + 1u) {
-        let kj = key_at(e, s.j);
-        let kk = key_at(e, s.j + KT / 2u);
-        let a0 = q[s.qa + e];
-        let a1 = q[s.qa + d4 + e];
-        let a2 = q[s.qa + 2u * d4 + e];
-        let a3 = q[s.qa + 3u * d4 + e];
-        aj += dots4(kj, a0, a1, a2, a3);
-        ak += dots4(kk, a0, a1, a2, a3);
-        let b0 = q[s.qb + e];
-        let b1 = q[s.qb + d4 + e];
-        let b2 = q[s.qb + 2u * d4 + e];
-        let b3 = q[s.qb + 3u * d4 + e];
-        bj += dots4(kj, b0, b1, b2, b3);
-        bk += dots4(kk, b0, b1, b2, b3);
+    var da = vec4<f32>(0.0);
+    var db = vec4<f32>(0.0);
+    for (var e = 0u; e < d4; e = e + 1u) {
+        let ka = key_at(e, j);
+        let kb = key_at(e, j + KT / 2u);
+        let q0 = q[qr + e];
+        let q1 = q[qr + d4 + e];
+        let q2 = q[qr + 2u * d4 + e];
+        let q3 = q[qr + 3u * d4 + e];
+        da += vec4<f32>(dot(ka, q0), dot(ka, q1), dot(ka, q2), dot(ka, q3));
+        db += vec4<f32>(dot(kb, q0), dot(kb, q1), dot(kb, q2), dot(kb, q3));
     }
-    return array<vec4<f32>, 4>(aj, ak, bj, bk);
+    return array<vec4<f32>, 2>(da, db);
 }
 
 // A tile as one invocation copies it: pieces lid, lid + WG, … of its keys and of their
@@ -149,63 +134,41 @@ fn add(run: Run, w: vec4<f32>, v: vec4<f32>) -> Run {
     return Run(run.m, run.l + w, run.a0 + w * v.x, run.a1 + w * v.y, run.a2 + w * v.z, run.a3 + w * v.w);
 }
 
-// What invocation lid scores (`scorer`): rows `row` and row + RUNS of the block (ra and
-// rb in the prompt, seeing sa and sb), whose four queries start at qa and qb, against keys
-// j and j + KT/2 of each tile over pieces e0 … e1 − 1 of the dims (the half `lid % 2`).
+// What invocation lid scores (`scorer`): row `row` of the block (r in the prompt, `sn` what
+// it sees), whose four queries start at qr, against keys j and j + KT/2 of each tile.
 struct Scorer {
     lid: u32,
     row: u32,
+    r: u32,
+    sn: Seen,
+    qr: u32,
     j: u32,
-    e0: u32,
-    e1: u32,
-    ra: u32,
-    rb: u32,
-    sa: Seen,
-    sb: Seen,
-    qa: u32,
-    qb: u32,
 }
 
-fn scorer(lid: u32, c: u32, ra: u32, rb: u32) -> Scorer {
-    let d4 = p.d / 4u;
-    let half = (d4 + 1u) / 2u;
-    let e0 = min((lid % 2u) * half, d4);
-    let qa = (ra * p.kv_heads + c) * GROUP * d4;
-    let qb = (rb * p.kv_heads + c) * GROUP * d4;
-    let sa = seen(p.pos0 + ra);
-    let sb = seen(p.pos0 + rb);
-    return Scorer(lid, lid / KT, (lid % KT) / 2u, e0, min(e0 + half, d4), ra, rb, sa, sb, qa, qb);
+fn scorer(lid: u32, c: u32, r0: u32, last: u32) -> Scorer {
+    let r = min(r0 + lid / (KT / 2u), last);
+    let qr = (r * p.kv_heads + c) * GROUP * p.d / 4u;
+    return Scorer(lid, lid / (KT / 2u), r, seen(p.pos0 + r), qr, lid % (KT / 2u));
 }
 
-// The score of a key at position i, seen or not, for a row at pos seeing sn.
-fn scored(dot: vec4<f32>, sn: Seen, pos: u32, i: u32, within: bool) -> vec4<f32> {
-    return select(vec4<f32>(NONE), dot * p.scale, within && sees(sn, pos, i));
-}
-
-// A key's weight in a row from its score against the row's new maximum.
-fn weight(score: vec4<f32>, top: vec4<f32>) -> vec4<f32> {
-    return select(vec4<f32>(0.0), exp(score - top), score > vec4<f32>(NONE));
-}
-
-// The scorer's two keys of the tile from step t0 of the walk (count keys) scored for both
-// its rows and weighed against each row's new maximum (returned, from the maxima so far
-// ma and mb); the weights written for the value sums (one half's invocation writes row a's,
-// the other row b's). Every invocation must call it (it reduces).
-fn score(s: Scorer, walk: Seen, t0: u32, count: u32, ma: vec4<f32>, mb: vec4<f32>) -> array<vec4<f32>, 2> {
-    let dots = key_dots(s);
-    let ij = walk_at(walk, t0 + s.j);
-    let ik = walk_at(walk, t0 + s.j + KT / 2u);
-    let aj = scored(seg_sum4(dots[0], s.lid, 2u), s.sa, p.pos0 + s.ra, ij, s.j < count);
-    let ak = scored(seg_sum4(dots[1], s.lid, 2u), s.sa, p.pos0 + s.ra, ik, s.j + KT / 2u < count);
-    let bj = scored(seg_sum4(dots[2], s.lid, 2u), s.sb, p.pos0 + s.rb, ij, s.j < count);
-    let bk = scored(seg_sum4(dots[3], s.lid, 2u), s.sb, p.pos0 + s.rb, ik, s.j + KT / 2u < count);
-    let ta = max(ma, seg_max4(max(aj, ak), s.lid, KT));
-    let tb = max(mb, seg_max4(max(bj, bk), s.lid, KT));
-    let lower = s.lid % 2u == 0u;
-    let at = select(s.row + RUNS, s.row, lower) * KT + s.j;
-    w_sh[at] = select(weight(bj, tb), weight(aj, ta), lower);
-    w_sh[at + KT / 2u] = select(weight(bk, tb), weight(ak, ta), lower);
-    return array<vec4<f32>, 2>(ta, tb);
+// The scorer's two keys of the tile from step t0 of the walk (count keys) scored and
+// weighed against the row's new maximum (returned: its maximum so far, `m`, and the
+// tile's); the weights written for the value sums, the maximum to m_sh. Every invocation
+// must call it (it reduces over the row's KT/2 invocations).
+fn score(s: Scorer, walk: Seen, t0: u32, count: u32, m: vec4<f32>) -> vec4<f32> {
+    let dots = key_dots(s.j, s.qr);
+    let va = s.j < count && sees(s.sn, p.pos0 + s.r, walk_at(walk, t0 + s.j));
+    let vb = s.j + KT / 2u < count && sees(s.sn, p.pos0 + s.r, walk_at(walk, t0 + s.j + KT / 2u));
+    let sa = select(vec4<f32>(NONE), dots[0] * p.scale, va);
+    let sb = select(vec4<f32>(NONE), dots[1] * p.scale, vb);
+    let top = max(m, seg_max4(max(sa, sb), s.lid, KT / 2u));
+    let at = s.row * KT + s.j;
+    w_sh[at] = select(vec4<f32>(0.0), exp(sa - top), va);
+    w_sh[at + KT / 2u] = select(vec4<f32>(0.0), exp(sb - top), vb);
+    if (s.j == 0u) {
+        m_sh[s.row] = top;
+    }
+    return top;
 }
 
 // Fetched values into k_sh as the cache holds them, piece i at i (the keys scored: every
@@ -270,11 +233,12 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let ra = min(r0 + b, last);
     let rb = min(r0 + b + RUNS, last);
     let walk = block_walk(r0, last);
-    let sc = scorer(lid, c, ra, rb);
+    let sc = scorer(lid, c, r0, last);
     let start = min(ch * p.per, walk.n);
     let end = min(start + p.per, walk.n);
     let zero = vec4<f32>(0.0);
-    var run_a = Run(vec4<f32>(NONE), zero, zero, zero, zero, zero);
+    var mq = vec4<f32>(NONE);
+    var run_a = Run(mq, zero, zero, zero, zero, zero);
     var run_b = run_a;
     let d4 = p.d / 4u;
     // The value sums: invocation j sums dims 4e … 4e + 3 over keys g, g + groups, … of each
@@ -293,11 +257,11 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (t0 + KT < end) {
             next = fetch(c, walk, t0 + KT, min(KT, end - t0 - KT), at);
         }
-        let tops = score(sc, walk, t0, count, run_a.m, run_b.m);
+        mq = score(sc, walk, t0, count, mq);
         workgroupBarrier();
         store_values(lid, values, at);
-        run_a = rescale(run_a, tops[0]);
-        run_b = rescale(run_b, tops[1]);
+        run_a = rescale(run_a, m_sh[b]);
+        run_b = rescale(run_b, m_sh[b + RUNS]);
         workgroupBarrier();
         if (e < d4) {
             // Four keys' values loaded before any is used.
