@@ -29,7 +29,8 @@
 // buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators, and structs (`Block`, `Frags`) where they travel together.
+// hence named accumulators and fragments, and structs (`Block`, `Frags`) where they
+// travel together off the loop.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -149,7 +150,7 @@ fn load_b(band: u32, k: u32) -> FragB {
 }
 
 // A step's fragments: 16 inputs from k of the block's two row tiles of x (hi and lo) and
-// of its four column tiles of W.
+// of its four column tiles of W (the tail of `block_sums`).
 struct Frags {
     h0: FragA,
     h1: FragA,
@@ -169,9 +170,10 @@ fn frags(a0: u32, a1: u32, w: vec4<u32>, k: u32) -> Frags {
 }
 
 // The sums of the 32 × 64 block at (r0, j0) over inputs k0 … end − 1 (whole steps of 16),
-// from `zero`. Two steps' fragments are loaded before either is multiplied; the
-// accumulators stay in named variables through the loop (held in a struct, they ran ~2 %
-// slower on the H200: bench/logs/h200-2026-12-03a/call-2).
+// from `zero`. Two steps' fragments are loaded before either is multiplied. Through the
+// loop the fragments and accumulators are named values: with a step's fragments in a
+// struct (`Frags`, which the odd step at the end takes) the H200 ran the larger config's
+// pp512 3–4 % slower (bench/logs/h200-2026-12-03g/call-1).
 fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
     var c00 = zero;
     var c01 = zero;
@@ -186,16 +188,32 @@ fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
     let w = w_bands(j0);
     var k = k0;
     for (; k + 16u < end; k = k + 32u) {
-        let f = frags(a0, a1, w, k);
-        let g = frags(a0, a1, w, k + 16u);
-        c00 = mma2(g.h0, g.l0, g.b0, mma2(f.h0, f.l0, f.b0, c00));
-        c01 = mma2(g.h0, g.l0, g.b1, mma2(f.h0, f.l0, f.b1, c01));
-        c02 = mma2(g.h0, g.l0, g.b2, mma2(f.h0, f.l0, f.b2, c02));
-        c03 = mma2(g.h0, g.l0, g.b3, mma2(f.h0, f.l0, f.b3, c03));
-        c10 = mma2(g.h1, g.l1, g.b0, mma2(f.h1, f.l1, f.b0, c10));
-        c11 = mma2(g.h1, g.l1, g.b1, mma2(f.h1, f.l1, f.b1, c11));
-        c12 = mma2(g.h1, g.l1, g.b2, mma2(f.h1, f.l1, f.b2, c12));
-        c13 = mma2(g.h1, g.l1, g.b3, mma2(f.h1, f.l1, f.b3, c13));
+        // Each fragment of step k, then its twin of step k + 16.
+        let k2 = k + 16u;
+        let h0 = load_a(a0, k);
+        let g0 = load_a(a0, k2);
+        let h1 = load_a(a1, k);
+        let g1 = load_a(a1, k2);
+        let l0 = load_a(p.lo + a0, k);
+        let m0 = load_a(p.lo + a0, k2);
+        let l1 = load_a(p.lo + a1, k);
+        let m1 = load_a(p.lo + a1, k2);
+        let b0 = load_b(w.x, k);
+        let d0 = load_b(w.x, k2);
+        let b1 = load_b(w.y, k);
+        let d1 = load_b(w.y, k2);
+        let b2 = load_b(w.z, k);
+        let d2 = load_b(w.z, k2);
+        let b3 = load_b(w.w, k);
+        let d3 = load_b(w.w, k2);
+        c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+        c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+        c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+        c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+        c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+        c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+        c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+        c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
     }
     if (k < end) {
         let f = frags(a0, a1, w, k);
