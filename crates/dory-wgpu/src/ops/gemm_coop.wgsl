@@ -188,24 +188,25 @@ fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
     let w = w_bands(j0);
     var k = k0;
     for (; k + 16u < end; k = k + 32u) {
-        // Each fragment of step k, then its twin of step k + 16.
+        // Step k's fragments first, so that its products can start before step k + 16's
+        // loads are all issued (W's first there: any order within a step will do).
         let k2 = k + 16u;
         let h0 = load_a(a0, k);
-        let g0 = load_a(a0, k2);
         let h1 = load_a(a1, k);
-        let g1 = load_a(a1, k2);
         let l0 = load_a(p.lo + a0, k);
-        let m0 = load_a(p.lo + a0, k2);
         let l1 = load_a(p.lo + a1, k);
-        let m1 = load_a(p.lo + a1, k2);
         let b0 = load_b(w.x, k);
-        let d0 = load_b(w.x, k2);
         let b1 = load_b(w.y, k);
-        let d1 = load_b(w.y, k2);
         let b2 = load_b(w.z, k);
-        let d2 = load_b(w.z, k2);
         let b3 = load_b(w.w, k);
+        let d0 = load_b(w.x, k2);
+        let d1 = load_b(w.y, k2);
+        let d2 = load_b(w.z, k2);
         let d3 = load_b(w.w, k2);
+        let g0 = load_a(a0, k2);
+        let g1 = load_a(a1, k2);
+        let m0 = load_a(p.lo + a0, k2);
+        let m1 = load_a(p.lo + a1, k2);
         c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
         c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
         c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
