@@ -18,8 +18,7 @@
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. Both take their sums from `block_sums`; the slice's set-up stays in an
-// entry point of its own (folded into gemm_coop_tile, it slowed the unsliced blocks by
+// product waits on. Both run `block`; the slice's set-up stays in an entry point of its own (folded into gemm_coop_tile, it slowed the unsliced blocks by
 // 3.5–7 % on the H200: 149–154 µs against 144 for the larger config's products,
 // bench/logs/h200-2026-12-02f/call-6 … call-8).
 //
@@ -29,8 +28,7 @@
 // buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators and fragments, and structs (`Block`, `Frags`) where they
-// travel together off the loop.
+// hence named accumulators and fragments, passed on as the arguments of a function.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -105,28 +103,19 @@ fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
     workgroupBarrier();
 }
 
-// A subgroup's 32 × 64 block of sums, as 2 × 4 tiles.
-struct Block {
-    c00: Acc,
-    c01: Acc,
-    c02: Acc,
-    c03: Acc,
-    c10: Acc,
-    c11: Acc,
-    c12: Acc,
-    c13: Acc,
-}
-
 // The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
-fn emit_block(t: Block, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
-    emit(t.c00, sg, lane, r0, j0, scaled);
-    emit(t.c01, sg, lane, r0, j0 + 16u, scaled);
-    emit(t.c02, sg, lane, r0, j0 + 32u, scaled);
-    emit(t.c03, sg, lane, r0, j0 + 48u, scaled);
-    emit(t.c10, sg, lane, r0 + 16u, j0, scaled);
-    emit(t.c11, sg, lane, r0 + 16u, j0 + 16u, scaled);
-    emit(t.c12, sg, lane, r0 + 16u, j0 + 32u, scaled);
-    emit(t.c13, sg, lane, r0 + 16u, j0 + 48u, scaled);
+fn emit_block(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    emit(t00, sg, lane, r0, j0, scaled);
+    emit(t01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -149,32 +138,14 @@ fn load_b(band: u32, k: u32) -> FragB {
     return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
-// A step's fragments: 16 inputs from k of the block's two row tiles of x (hi and lo) and
-// of its four column tiles of W (the tail of `block_sums`).
-struct Frags {
-    h0: FragA,
-    h1: FragA,
-    l0: FragA,
-    l1: FragA,
-    b0: FragB,
-    b1: FragB,
-    b2: FragB,
-    b3: FragB,
-}
-
-fn frags(a0: u32, a1: u32, w: vec4<u32>, k: u32) -> Frags {
-    return Frags(
-        load_a(a0, k), load_a(a1, k), load_a(p.lo + a0, k), load_a(p.lo + a1, k),
-        load_b(w.x, k), load_b(w.y, k), load_b(w.z, k), load_b(w.w, k),
-    );
-}
-
-// The sums of the 32 × 64 block at (r0, j0) over inputs k0 … end − 1 (whole steps of 16),
-// from `zero`. Two steps' fragments are loaded before either is multiplied. Through the
-// loop the fragments and accumulators are named values: with a step's fragments in a
-// struct (`Frags`, which the odd step at the end takes) the H200 ran the larger config's
-// pp512 3–4 % slower (bench/logs/h200-2026-12-03g/call-1).
-fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
+// The 32 × 64 block at (r0, j0) summed over inputs k0 … end − 1 (whole steps of 16) from
+// `zero`, then written out: by this subgroup alone, or (`sliced`) as its slice of the
+// workgroup's block. Two steps' fragments are loaded before either is multiplied; an odd
+// last step loads each fragment where it multiplies it. The fragments and accumulators
+// are named values (in structs, `Frags` through the loop or `Block` on the way out, the
+// H200 ran the larger config's pp512 3–4 % slower: bench/logs/h200-2026-12-03g/call-1 …
+// call-3).
+fn block(lid: u32, r0: u32, j0: u32, k0: u32, end: u32, zero: Acc, scaled: bool, sliced: bool) {
     var c00 = zero;
     var c01 = zero;
     var c02 = zero;
@@ -217,25 +188,28 @@ fn block_sums(r0: u32, j0: u32, k0: u32, end: u32, zero: Acc) -> Block {
         c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
     }
     if (k < end) {
-        let f = frags(a0, a1, w, k);
-        return Block(
-            mma2(f.h0, f.l0, f.b0, c00), mma2(f.h0, f.l0, f.b1, c01),
-            mma2(f.h0, f.l0, f.b2, c02), mma2(f.h0, f.l0, f.b3, c03),
-            mma2(f.h1, f.l1, f.b0, c10), mma2(f.h1, f.l1, f.b1, c11),
-            mma2(f.h1, f.l1, f.b2, c12), mma2(f.h1, f.l1, f.b3, c13),
-        );
+        c00 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.x, k), c00);
+        c01 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.y, k), c01);
+        c02 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.z, k), c02);
+        c03 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.w, k), c03);
+        c10 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.x, k), c10);
+        c11 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.y, k), c11);
+        c12 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.z, k), c12);
+        c13 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.w, k), c13);
     }
-    return Block(c00, c01, c02, c03, c10, c11, c12, c13);
+    if (sliced) {
+        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, lid / 32u, lid, r0, j0, scaled);
+    } else {
+        emit_block(c00, c01, c02, c03, c10, c11, c12, c13, lid / 32u, lid % 32u, r0, j0, scaled);
+    }
 }
 
 fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
-    let lane = lid % 32u;
     // This subgroup's 32 × 64 block of out.
     let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    let sums = block_sums(r0, j0, 0u, p.k16, zero_acc(lid));
-    emit_block(sums, sg, lane, r0, j0, scaled);
+    block(lid, r0, j0, 0u, p.k16, zero_acc(lid), scaled, false);
 }
 
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
@@ -257,15 +231,18 @@ fn stash(t: Acc, slice: u32, i: u32) {
 }
 
 // The block at (r0, j0) as the sum of every slice's.
-fn join_slices(t: Block, slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool) {
-    stash(t.c00, slice, 0u);
-    stash(t.c01, slice, 1u);
-    stash(t.c02, slice, 2u);
-    stash(t.c03, slice, 3u);
-    stash(t.c10, slice, 4u);
-    stash(t.c11, slice, 5u);
-    stash(t.c12, slice, 6u);
-    stash(t.c13, slice, 7u);
+fn join_slices(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    stash(t00, slice, 0u);
+    stash(t01, slice, 1u);
+    stash(t02, slice, 2u);
+    stash(t03, slice, 3u);
+    stash(t10, slice, 4u);
+    stash(t11, slice, 5u);
+    stash(t12, slice, 6u);
+    stash(t13, slice, 7u);
     workgroupBarrier();
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
@@ -292,7 +269,7 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     workgroupBarrier();
     let k0 = 16u * (slice * steps / SLICES);
     let end = 16u * ((slice + 1u) * steps / SLICES);
-    join_slices(block_sums(r0, j0, k0, end, zero), slice, lid, r0, j0, scaled);
+    block(lid, r0, j0, k0, end, zero, scaled, true);
 }
 
 @compute @workgroup_size(32 * WM * WN)
