@@ -18,9 +18,11 @@
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. Both run `block`; the slice's set-up stays in an entry point of its own (folded into gemm_coop_tile, it slowed the unsliced blocks by
-// 3.5–7 % on the H200: 149–154 µs against 144 for the larger config's products,
-// bench/logs/h200-2026-12-02f/call-6 … call-8).
+// product waits on. Its loop is gemm_coop's again, apart: folded into gemm_coop_tile, the
+// slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200 (149–154 µs against 144
+// for the larger config's products, bench/logs/h200-2026-12-02f/call-6 … call-8); one
+// function running the loop for both, its way out chosen by an argument, ran the larger
+// config's pp512 2.6× slower (bench/logs/h200-2026-12-03g/call-4).
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -28,7 +30,9 @@
 // buffers; what they add lands in rows and columns that are not written, or meets zeros.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence named accumulators and fragments, passed on as the arguments of a function.
+// hence named accumulators and fragments, stored as the arguments of a function. (In
+// structs, a step's fragments through the loop or the sums on the way out, the H200 ran the
+// larger config's pp512 3–4 % slower: bench/logs/h200-2026-12-03g/call-1 … call-3.)
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -138,14 +142,13 @@ fn load_b(band: u32, k: u32) -> FragB {
     return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
-// The 32 × 64 block at (r0, j0) summed over inputs k0 … end − 1 (whole steps of 16) from
-// `zero`, then written out: by this subgroup alone, or (`sliced`) as its slice of the
-// workgroup's block. Two steps' fragments are loaded before either is multiplied; an odd
-// last step loads each fragment where it multiplies it. The fragments and accumulators
-// are named values (in structs, `Frags` through the loop or `Block` on the way out, the
-// H200 ran the larger config's pp512 3–4 % slower: bench/logs/h200-2026-12-03g/call-1 …
-// call-3).
-fn block(lid: u32, r0: u32, j0: u32, k0: u32, end: u32, zero: Acc, scaled: bool, sliced: bool) {
+fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    // This subgroup's 32 × 64 block of out.
+    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    let zero = zero_acc(lid);
     var c00 = zero;
     var c01 = zero;
     var c02 = zero;
@@ -157,11 +160,8 @@ fn block(lid: u32, r0: u32, j0: u32, k0: u32, end: u32, zero: Acc, scaled: bool,
     let a0 = r0 * p.k16;
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
-    var k = k0;
-    for (; k + 16u < end; k = k + 32u) {
-        // Step k's fragments first, so that its products can start before step k + 16's
-        // loads are all issued (W's first there: any order within a step will do).
-        let k2 = k + 16u;
+    var k = 0u;
+    for (; k + 16u < p.k16; k = k + 32u) {
         let h0 = load_a(a0, k);
         let h1 = load_a(a1, k);
         let l0 = load_a(p.lo + a0, k);
@@ -170,14 +170,14 @@ fn block(lid: u32, r0: u32, j0: u32, k0: u32, end: u32, zero: Acc, scaled: bool,
         let b1 = load_b(w.y, k);
         let b2 = load_b(w.z, k);
         let b3 = load_b(w.w, k);
-        let d0 = load_b(w.x, k2);
-        let d1 = load_b(w.y, k2);
-        let d2 = load_b(w.z, k2);
-        let d3 = load_b(w.w, k2);
-        let g0 = load_a(a0, k2);
-        let g1 = load_a(a1, k2);
-        let m0 = load_a(p.lo + a0, k2);
-        let m1 = load_a(p.lo + a1, k2);
+        let g0 = load_a(a0, k + 16u);
+        let g1 = load_a(a1, k + 16u);
+        let m0 = load_a(p.lo + a0, k + 16u);
+        let m1 = load_a(p.lo + a1, k + 16u);
+        let d0 = load_b(w.x, k + 16u);
+        let d1 = load_b(w.y, k + 16u);
+        let d2 = load_b(w.z, k + 16u);
+        let d3 = load_b(w.w, k + 16u);
         c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
         c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
         c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
@@ -187,29 +187,25 @@ fn block(lid: u32, r0: u32, j0: u32, k0: u32, end: u32, zero: Acc, scaled: bool,
         c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
         c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
     }
-    if (k < end) {
-        c00 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.x, k), c00);
-        c01 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.y, k), c01);
-        c02 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.z, k), c02);
-        c03 = mma2(load_a(a0, k), load_a(p.lo + a0, k), load_b(w.w, k), c03);
-        c10 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.x, k), c10);
-        c11 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.y, k), c11);
-        c12 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.z, k), c12);
-        c13 = mma2(load_a(a1, k), load_a(p.lo + a1, k), load_b(w.w, k), c13);
+    for (; k < p.k16; k = k + 16u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
     }
-    if (sliced) {
-        join_slices(c00, c01, c02, c03, c10, c11, c12, c13, lid / 32u, lid, r0, j0, scaled);
-    } else {
-        emit_block(c00, c01, c02, c03, c10, c11, c12, c13, lid / 32u, lid % 32u, r0, j0, scaled);
-    }
-}
-
-fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
-    let sg = lid / 32u;
-    // This subgroup's 32 × 64 block of out.
-    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
-    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    block(lid, r0, j0, 0u, p.k16, zero_acc(lid), scaled, false);
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
@@ -261,15 +257,70 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let r0 = wid.y * 32u;
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
+    let end = 16u * ((slice + 1u) * steps / SLICES);
     for (var e = lid; e < 256u; e = e + 32u * SLICES) {
         s_sh[e] = 0.0;
     }
     workgroupBarrier();
     let zero = coopLoad<Acc>(&s_sh[0], 16u);
     workgroupBarrier();
-    let k0 = 16u * (slice * steps / SLICES);
-    let end = 16u * ((slice + 1u) * steps / SLICES);
-    block(lid, r0, j0, k0, end, zero, scaled, true);
+    var c00 = zero;
+    var c01 = zero;
+    var c02 = zero;
+    var c03 = zero;
+    var c10 = zero;
+    var c11 = zero;
+    var c12 = zero;
+    var c13 = zero;
+    let a0 = r0 * p.k16;
+    let a1 = (r0 + 16u) * p.k16;
+    let w = w_bands(j0);
+    var k = 16u * (slice * steps / SLICES);
+    for (; k + 16u < end; k = k + 32u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        let g0 = load_a(a0, k + 16u);
+        let g1 = load_a(a1, k + 16u);
+        let m0 = load_a(p.lo + a0, k + 16u);
+        let m1 = load_a(p.lo + a1, k + 16u);
+        let d0 = load_b(w.x, k + 16u);
+        let d1 = load_b(w.y, k + 16u);
+        let d2 = load_b(w.z, k + 16u);
+        let d3 = load_b(w.w, k + 16u);
+        c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+        c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+        c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+        c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+        c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+        c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+        c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+        c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+    }
+    for (; k < end; k = k + 16u) {
+        let h0 = load_a(a0, k);
+        let h1 = load_a(a1, k);
+        let l0 = load_a(p.lo + a0, k);
+        let l1 = load_a(p.lo + a1, k);
+        let b0 = load_b(w.x, k);
+        let b1 = load_b(w.y, k);
+        let b2 = load_b(w.z, k);
+        let b3 = load_b(w.w, k);
+        c00 = mma2(h0, l0, b0, c00);
+        c01 = mma2(h0, l0, b1, c01);
+        c02 = mma2(h0, l0, b2, c02);
+        c03 = mma2(h0, l0, b3, c03);
+        c10 = mma2(h1, l1, b0, c10);
+        c11 = mma2(h1, l1, b1, c11);
+        c12 = mma2(h1, l1, b2, c12);
+        c13 = mma2(h1, l1, b3, c13);
+    }
+    join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)
