@@ -188,8 +188,10 @@ pub struct Options {
     /// The cooperative-matrix GEMM (f16 tensor cores, subgroups of 32).
     pub coop: bool,
     pub gemv1: Gemv1,
-    /// The cooperative GEMM's subgroups per workgroup (rows × columns).
+    /// The cooperative GEMM's subgroups per workgroup (rows × columns) and slices of 16
+    /// inputs loaded before they are multiplied (1 or 2).
     pub coop_tile: (u32, u32),
+    pub coop_unroll: u32,
     /// x's lo part kept (false only to measure what it adds).
     pub coop_lo: bool,
     /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
@@ -233,7 +235,7 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN,
+    /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
@@ -254,6 +256,7 @@ impl Options {
             gemv1: Gemv1 { rw: 2, unroll: 2, xs: 4 },
             // The fastest of the H200's sweep (bench/logs/h200-2026-12-01b/call-3).
             coop_tile: (1, 1),
+            coop_unroll: 2,
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             // The H200 (bench/logs/h200-2026-12-02f/call-1, µs at 512 rows): dory-tiny's
             // down 47.8 → 23.9 in 4 slices (96 blocks), its out 23.4 → 16.1, q|k|v|gate
@@ -283,8 +286,12 @@ impl Options {
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
             _ => {}
         }
-        if let Some(&[wm, wn]) = numbers("DORY_WGPU_COOP_TILE").as_deref() {
-            o.coop_tile = (wm.clamp(1, 8), wn.clamp(1, 4));
+        match numbers("DORY_WGPU_COOP_TILE").as_deref() {
+            Some(&[wm, wn]) => o.coop_tile = (wm.clamp(1, 8), wn.clamp(1, 4)),
+            Some(&[wm, wn, unroll]) => {
+                (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
+            }
+            _ => {}
         }
         match numbers("DORY_WGPU_COOP_SLICES").as_deref() {
             Some(&[target, steps]) => o.coop_slicing = Slicing { target, steps, ..o.coop_slicing },
@@ -390,8 +397,10 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     }
     if base.coop {
         all.push(Options { coop: false, ..base });
-        for tile in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (4, 2)] {
-            all.push(Options { coop_tile: tile, ..base });
+        for (tile, unroll) in
+            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
+        {
+            all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
         }
         // Slices off.
         all.push(Options { coop_slicing: Slicing { most: 1, ..base.coop_slicing }, ..base });
@@ -514,11 +523,12 @@ impl Planner {
 /// The tensor-core GEMM's pipelines (`Coop`).
 fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let (wm, wn) = options.coop_tile;
-    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn))];
+    let unroll = ("UNROLL", f64::from(options.coop_unroll));
+    let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll];
     let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
     let mut sliced = [gemm; 2];
     for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
-        let c = [("SLICES", f64::from(n))];
+        let c = [unroll, ("SLICES", f64::from(n))];
         sliced[i] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
     }
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));

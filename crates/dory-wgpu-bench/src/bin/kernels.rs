@@ -118,6 +118,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         let one = (options.gemv1 != base.gemv1 || options == base) && !gemm_only;
         let many = options.coop != base.coop
             || options.coop_tile != base.coop_tile
+            || options.coop_unroll != base.coop_unroll
             || options.coop_slicing != base.coop_slicing
             || options == base;
         // Building the variant's pipelines leaves the GPU idle long enough for its clocks to

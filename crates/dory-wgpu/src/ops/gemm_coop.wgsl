@@ -10,8 +10,8 @@
 // share columns of W meet them in the cache; a kernel that staged 32 inputs at a time in
 // workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of
 // WM × WN subgroups of 32 computes a (32 WM) × (64 WN) tile of out, each subgroup a
-// 32 × 64 block as 2 × 4 accumulators (`gemm_coop`), two slices of 16 inputs loaded before
-// either is multiplied. (A 64 × 64 block a subgroup, `gemm_tall`, reused each fragment more
+// 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
+// inputs before multiplying either). (A 64 × 64 block a subgroup, `gemm_tall`, reused each fragment more
 // but halved the blocks; with W in tiles it lost on every product of both models:
 // bench/logs/h200-2026-12-02e/call-5.)
 //
@@ -39,6 +39,10 @@ enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
+// Slices of 16 inputs loaded before they are multiplied (gemm_coop). (Declared before
+// c_sh: naga 30's override processing fails on an override declared after a type sized by
+// others.)
+override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
 
@@ -161,31 +165,33 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
     var k = 0u;
-    for (; k + 16u < p.k16; k = k + 32u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        let g0 = load_a(a0, k + 16u);
-        let g1 = load_a(a1, k + 16u);
-        let m0 = load_a(p.lo + a0, k + 16u);
-        let m1 = load_a(p.lo + a1, k + 16u);
-        let d0 = load_b(w.x, k + 16u);
-        let d1 = load_b(w.y, k + 16u);
-        let d2 = load_b(w.z, k + 16u);
-        let d3 = load_b(w.w, k + 16u);
-        c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-        c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-        c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-        c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-        c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-        c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-        c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-        c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+    if (UNROLL == 2u) {
+        for (; k + 16u < p.k16; k = k + 32u) {
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+        }
     }
     for (; k < p.k16; k = k + 16u) {
         let h0 = load_a(a0, k);
@@ -276,31 +282,33 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let a1 = (r0 + 16u) * p.k16;
     let w = w_bands(j0);
     var k = 16u * (slice * steps / SLICES);
-    for (; k + 16u < end; k = k + 32u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        let g0 = load_a(a0, k + 16u);
-        let g1 = load_a(a1, k + 16u);
-        let m0 = load_a(p.lo + a0, k + 16u);
-        let m1 = load_a(p.lo + a1, k + 16u);
-        let d0 = load_b(w.x, k + 16u);
-        let d1 = load_b(w.y, k + 16u);
-        let d2 = load_b(w.z, k + 16u);
-        let d3 = load_b(w.w, k + 16u);
-        c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-        c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-        c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-        c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-        c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-        c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-        c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-        c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+    if (UNROLL == 2u) {
+        for (; k + 16u < end; k = k + 32u) {
+            let h0 = load_a(a0, k);
+            let h1 = load_a(a1, k);
+            let l0 = load_a(p.lo + a0, k);
+            let l1 = load_a(p.lo + a1, k);
+            let b0 = load_b(w.x, k);
+            let b1 = load_b(w.y, k);
+            let b2 = load_b(w.z, k);
+            let b3 = load_b(w.w, k);
+            let g0 = load_a(a0, k + 16u);
+            let g1 = load_a(a1, k + 16u);
+            let m0 = load_a(p.lo + a0, k + 16u);
+            let m1 = load_a(p.lo + a1, k + 16u);
+            let d0 = load_b(w.x, k + 16u);
+            let d1 = load_b(w.y, k + 16u);
+            let d2 = load_b(w.z, k + 16u);
+            let d3 = load_b(w.w, k + 16u);
+            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
+            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
+            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
+            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
+            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
+            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
+            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
+            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
+        }
     }
     for (; k < end; k = k + 16u) {
         let h0 = load_a(a0, k);

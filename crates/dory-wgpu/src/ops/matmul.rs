@@ -180,8 +180,8 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
             match slices(rec, w.k, rows, part.rows) {
-                1 => format!("gemm_coop ({wm}×{wn} subgroups)"),
-                n => format!("gemm_coop ({n} slices)"),
+                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
+                n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
         }
         None => "gemm".into(),
