@@ -11,9 +11,9 @@
 // workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of
 // WM × WN subgroups of 32 computes a (32 WM) × (64 WN) tile of out, each subgroup a
 // 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
-// inputs before multiplying either). (A 64 × 64 block a subgroup, `gemm_tall`, reused each fragment more
-// but halved the blocks; with W in tiles it lost on every product of both models:
-// bench/logs/h200-2026-12-02e/call-5.)
+// inputs before multiplying either). (A 64 × 64 block a subgroup, `gemm_tall`, reused each
+// fragment more but halved the blocks; with W in tiles it lost on every product of both
+// models: bench/logs/h200-2026-12-02e/call-5.)
 //
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
