@@ -4,7 +4,8 @@
 //! those its `Module` lists). The libraries are whole WGSL files, not fragments: a module
 //! is their concatenation, the way a C file includes headers, so that each kernel and
 //! each piece shared by kernels is written once, and the reduction strategy (subgroups
-//! or workgroup memory) is chosen per device without a second copy of any kernel.
+//! or workgroup memory) is chosen per device without a second copy of any kernel. The one
+//! fragment, a loop that must stand written out in two functions, is pasted (`paste`).
 
 use dory::weights::DType;
 
@@ -147,8 +148,42 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
     for l in module.libs {
         text.push_str(l.text());
     }
+    let body: Vec<String> = body.into_iter().map(paste).collect();
     text.push_str(&body.join("\n"));
     text
+}
+
+/// Fragments of functions: loops that the H200's compiler keeps fast only where they stand
+/// written out in each entry point's function (not called, not passed in structs), so a
+/// module names them where they go instead.
+const FRAGMENTS: &[(&str, &str)] = &[
+    ("gemm_steps.wgsl", include_str!("ops/gemm_steps.wgsl")),
+    ("gemm_loads.wgsl", include_str!("ops/gemm_loads.wgsl")),
+];
+
+/// `line` itself, or, where it reads `// paste: FILE, $name = value, …`, FILE's fragment
+/// (less its header comment) at the line's indent with each `$name` replaced by its value,
+/// its own pastes made.
+fn paste(line: &str) -> String {
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let Some(directive) = line.trim_start().strip_prefix("// paste: ") else {
+        return line.to_string();
+    };
+    let mut parts = directive.split(", ");
+    let file = parts.next().unwrap_or_default();
+    let (_, fragment) = FRAGMENTS.iter().find(|(f, _)| *f == file).unwrap_or_else(|| panic!("no fragment {file}"));
+    let lines = fragment.lines().skip_while(|l| l.starts_with("//"));
+    let mut text: Vec<String> =
+        lines.map(|l| if l.is_empty() { String::new() } else { format!("{indent}{l}") }).collect();
+    let mut names: Vec<(&str, &str)> = parts
+        .map(|part| part.split_once(" = ").unwrap_or_else(|| panic!("{file}: `{part}` is not `$name = value`")))
+        .collect();
+    // Longer names first, so that no name is replaced inside another ($k in $k0).
+    names.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    for (name, value) in names {
+        text = text.into_iter().map(|l| l.replace(name, value)).collect();
+    }
+    text.iter().map(|l| paste(l)).collect::<Vec<_>>().join("\n")
 }
 
 /// One pipeline before any device: a module's entry point with its pipeline constants.

@@ -18,11 +18,13 @@
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
 // memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. Its loop is gemm_coop's again, apart: folded into gemm_coop_tile, the
-// slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200 (149–154 µs against 144
-// for the larger config's products, bench/logs/h200-2026-12-02f/call-6 … call-8); one
-// function running the loop for both, its way out chosen by an argument, ran the larger
-// config's pp512 2.6× slower (bench/logs/h200-2026-12-03g/call-4).
+// product waits on. Both functions run the same steps (ops/gemm_steps.wgsl), pasted into
+// each by the module assembler, since every way of sharing them in WGSL lost: folded into
+// gemm_coop_tile, the slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200
+// (149–154 µs against 144 for the larger config's products,
+// bench/logs/h200-2026-12-02f/call-6 … call-8); one function running the loop for both,
+// its way out chosen by an argument, ran the larger config's pp512 2.6× slower
+// (bench/logs/h200-2026-12-03g/call-4).
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -153,64 +155,7 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
     let zero = zero_acc(lid);
-    var c00 = zero;
-    var c01 = zero;
-    var c02 = zero;
-    var c03 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    var c12 = zero;
-    var c13 = zero;
-    let a0 = r0 * p.k16;
-    let a1 = (r0 + 16u) * p.k16;
-    let w = w_bands(j0);
-    var k = 0u;
-    if (UNROLL == 2u) {
-        for (; k + 16u < p.k16; k = k + 32u) {
-            let h0 = load_a(a0, k);
-            let h1 = load_a(a1, k);
-            let l0 = load_a(p.lo + a0, k);
-            let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w.x, k);
-            let b1 = load_b(w.y, k);
-            let b2 = load_b(w.z, k);
-            let b3 = load_b(w.w, k);
-            let g0 = load_a(a0, k + 16u);
-            let g1 = load_a(a1, k + 16u);
-            let m0 = load_a(p.lo + a0, k + 16u);
-            let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w.x, k + 16u);
-            let d1 = load_b(w.y, k + 16u);
-            let d2 = load_b(w.z, k + 16u);
-            let d3 = load_b(w.w, k + 16u);
-            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
-        }
-    }
-    for (; k < p.k16; k = k + 16u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c02 = mma2(h0, l0, b2, c02);
-        c03 = mma2(h0, l0, b3, c03);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-        c12 = mma2(h1, l1, b2, c12);
-        c13 = mma2(h1, l1, b3, c13);
-    }
+    // paste: gemm_steps.wgsl, $k0 = 0u, $end = p.k16
     emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
@@ -270,64 +215,7 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     workgroupBarrier();
     let zero = coopLoad<Acc>(&s_sh[0], 16u);
     workgroupBarrier();
-    var c00 = zero;
-    var c01 = zero;
-    var c02 = zero;
-    var c03 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    var c12 = zero;
-    var c13 = zero;
-    let a0 = r0 * p.k16;
-    let a1 = (r0 + 16u) * p.k16;
-    let w = w_bands(j0);
-    var k = 16u * (slice * steps / SLICES);
-    if (UNROLL == 2u) {
-        for (; k + 16u < end; k = k + 32u) {
-            let h0 = load_a(a0, k);
-            let h1 = load_a(a1, k);
-            let l0 = load_a(p.lo + a0, k);
-            let l1 = load_a(p.lo + a1, k);
-            let b0 = load_b(w.x, k);
-            let b1 = load_b(w.y, k);
-            let b2 = load_b(w.z, k);
-            let b3 = load_b(w.w, k);
-            let g0 = load_a(a0, k + 16u);
-            let g1 = load_a(a1, k + 16u);
-            let m0 = load_a(p.lo + a0, k + 16u);
-            let m1 = load_a(p.lo + a1, k + 16u);
-            let d0 = load_b(w.x, k + 16u);
-            let d1 = load_b(w.y, k + 16u);
-            let d2 = load_b(w.z, k + 16u);
-            let d3 = load_b(w.w, k + 16u);
-            c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-            c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-            c02 = mma2(g0, m0, d2, mma2(h0, l0, b2, c02));
-            c03 = mma2(g0, m0, d3, mma2(h0, l0, b3, c03));
-            c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-            c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-            c12 = mma2(g1, m1, d2, mma2(h1, l1, b2, c12));
-            c13 = mma2(g1, m1, d3, mma2(h1, l1, b3, c13));
-        }
-    }
-    for (; k < end; k = k + 16u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w.x, k);
-        let b1 = load_b(w.y, k);
-        let b2 = load_b(w.z, k);
-        let b3 = load_b(w.w, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c02 = mma2(h0, l0, b2, c02);
-        c03 = mma2(h0, l0, b3, c03);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-        c12 = mma2(h1, l1, b2, c12);
-        c13 = mma2(h1, l1, b3, c13);
-    }
+    // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
     join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
 }
 
