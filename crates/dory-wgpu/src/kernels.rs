@@ -270,7 +270,7 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL] (UNROLL 1, 2 or 4),
+    /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
@@ -324,8 +324,7 @@ impl Options {
         match numbers("DORY_WGPU_COOP_TILE").as_deref() {
             Some(&[wm, wn]) => o.coop_tile = (wm.clamp(1, 8), wn.clamp(1, 4)),
             Some(&[wm, wn, unroll]) => {
-                let unroll = if unroll >= 4 { 4 } else { unroll.clamp(1, 2) };
-                (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll);
+                (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
             }
             _ => {}
         }
@@ -434,7 +433,7 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     if base.coop {
         all.push(Options { coop: false, ..base });
         for (tile, unroll) in
-            [((1, 1), 1), ((1, 1), 4), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
+            [((1, 1), 1), ((2, 1), 1), ((2, 2), 1), ((2, 2), 2), ((4, 1), 1), ((4, 2), 1), ((4, 2), 2)]
         {
             all.push(Options { coop_tile: tile, coop_unroll: unroll, ..base });
         }

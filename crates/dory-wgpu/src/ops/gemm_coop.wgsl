@@ -41,7 +41,7 @@ enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
-// Slices of 16 inputs loaded before they are multiplied (gemm_coop): 1, 2 or 4. (Declared before
+// Slices of 16 inputs loaded before they are multiplied (gemm_coop). (Declared before
 // c_sh: naga 30's override processing fails on an override declared after a type sized by
 // others.)
 override UNROLL: u32 = 1u;

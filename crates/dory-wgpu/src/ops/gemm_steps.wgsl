@@ -16,23 +16,7 @@ let a0 = r0 * p.k16;
 let a1 = (r0 + 16u) * p.k16;
 let w = w_bands(j0);
 var k = $k0;
-if (UNROLL == 4u) {
-    for (; k + 48u < $end; k = k + 64u) {
-        // paste: gemm_loads.wgsl, $k = k, $hi = h, $lo = l, $w = b
-        // paste: gemm_loads.wgsl, $k = k + 16u, $hi = g, $lo = m, $w = d
-        // paste: gemm_loads.wgsl, $k = k + 32u, $hi = hc, $lo = lc, $w = bc
-        // paste: gemm_loads.wgsl, $k = k + 48u, $hi = hd, $lo = ld, $w = bd
-        c00 = mma2(hd0, ld0, bd0, mma2(hc0, lc0, bc0, mma2(g0, m0, d0, mma2(h0, l0, b0, c00))));
-        c01 = mma2(hd0, ld0, bd1, mma2(hc0, lc0, bc1, mma2(g0, m0, d1, mma2(h0, l0, b1, c01))));
-        c02 = mma2(hd0, ld0, bd2, mma2(hc0, lc0, bc2, mma2(g0, m0, d2, mma2(h0, l0, b2, c02))));
-        c03 = mma2(hd0, ld0, bd3, mma2(hc0, lc0, bc3, mma2(g0, m0, d3, mma2(h0, l0, b3, c03))));
-        c10 = mma2(hd1, ld1, bd0, mma2(hc1, lc1, bc0, mma2(g1, m1, d0, mma2(h1, l1, b0, c10))));
-        c11 = mma2(hd1, ld1, bd1, mma2(hc1, lc1, bc1, mma2(g1, m1, d1, mma2(h1, l1, b1, c11))));
-        c12 = mma2(hd1, ld1, bd2, mma2(hc1, lc1, bc2, mma2(g1, m1, d2, mma2(h1, l1, b2, c12))));
-        c13 = mma2(hd1, ld1, bd3, mma2(hc1, lc1, bc3, mma2(g1, m1, d3, mma2(h1, l1, b3, c13))));
-    }
-}
-if (UNROLL >= 2u) {
+if (UNROLL == 2u) {
     for (; k + 16u < $end; k = k + 32u) {
         // paste: gemm_loads.wgsl, $k = k, $hi = h, $lo = l, $w = b
         // paste: gemm_loads.wgsl, $k = k + 16u, $hi = g, $lo = m, $w = d
