@@ -232,8 +232,6 @@ pub struct Options {
     /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
     /// are few.
     pub coop_slicing: Slicing,
-    /// Products of at most this many 32 × 64 blocks (and not sliced) in blocks of 32 × 32.
-    pub coop_narrow: usize,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
@@ -272,7 +270,7 @@ impl Options {
     /// DORY_WGPU_GEMV1=RW,UNROLL[,XS] (the one-row kernel; by default a single row takes
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
-    /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL], DORY_WGPU_COOP_NARROW=BLOCKS (`coop_narrow`),
+    /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
@@ -301,7 +299,6 @@ impl Options {
             // blocks), and the larger config's out and down (512 blocks) 86 → 98–101 and
             // 215 → 258–262 in 2 or 4.
             coop_slicing: Slicing { target: 512, steps: 4, most: 4 },
-            coop_narrow: 0,
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
@@ -330,9 +327,6 @@ impl Options {
                 (o.coop_tile, o.coop_unroll) = ((wm.clamp(1, 8), wn.clamp(1, 4)), unroll.clamp(1, 2));
             }
             _ => {}
-        }
-        if let Some(&[n]) = numbers("DORY_WGPU_COOP_NARROW").as_deref() {
-            o.coop_narrow = n as usize;
         }
         match numbers("DORY_WGPU_COOP_SLICES").as_deref() {
             Some(&[target, steps]) => o.coop_slicing = Slicing { target, steps, ..o.coop_slicing },
@@ -478,8 +472,6 @@ pub struct Coop {
     /// The nGPT residual that also cuts the new h into parts (no split after it).
     pub residual_split: KernelId,
     pub gemm: [KernelId; 2],
-    /// `gemm` in blocks of 32 × 32 (`Options::coop_narrow`).
-    pub narrow: [KernelId; 2],
     /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
     pub sliced: [[KernelId; 2]; 2],
 }
@@ -569,7 +561,6 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let unroll = ("UNROLL", f64::from(options.coop_unroll));
     let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll];
     let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
-    let narrow = ["gemm_narrow", "gemm_narrow_scaled"].map(|e| b.add("gemm_coop", e, &c));
     let mut sliced = [gemm; 2];
     for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
         let c = [unroll, ("SLICES", f64::from(n))];
@@ -580,7 +571,7 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
     let split_combine = b.add_as("split", "split", "split_combine", &[lo, ("COMBINE", 1.0)]);
     let residual_split = b.add("residual", "residual_split", &[lo]);
-    Coop { split, split_swiglu, split_combine, residual_split, gemm, narrow, sliced }
+    Coop { split, split_swiglu, split_combine, residual_split, gemm, sliced }
 }
 
 impl Kernels {

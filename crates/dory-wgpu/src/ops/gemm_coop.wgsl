@@ -159,60 +159,6 @@ fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
-// gemm_coop_tile's product in blocks of 32 × 32 a subgroup (2 × 2 accumulators), for
-// products of few blocks: twice the subgroups on the card, each step's 6 fragments for 8
-// products (the 32 × 64 block's 8 for 16).
-fn gemm_narrow_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
-    let j0 = wid.x * 32u * WN + 32u * (sg % WN);
-    let zero = zero_acc(lid);
-    var c00 = zero;
-    var c01 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    let a0 = r0 * p.k16;
-    let a1 = (r0 + 16u) * p.k16;
-    let w0 = w_at(j0);
-    let w1 = w_at(j0 + 16u);
-    var k = 0u;
-    for (; k + 16u < p.k16; k = k + 32u) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w0, k);
-        let b1 = load_b(w1, k);
-        let g0 = load_a(a0, k + 16u);
-        let g1 = load_a(a1, k + 16u);
-        let m0 = load_a(p.lo + a0, k + 16u);
-        let m1 = load_a(p.lo + a1, k + 16u);
-        let d0 = load_b(w0, k + 16u);
-        let d1 = load_b(w1, k + 16u);
-        c00 = mma2(g0, m0, d0, mma2(h0, l0, b0, c00));
-        c01 = mma2(g0, m0, d1, mma2(h0, l0, b1, c01));
-        c10 = mma2(g1, m1, d0, mma2(h1, l1, b0, c10));
-        c11 = mma2(g1, m1, d1, mma2(h1, l1, b1, c11));
-    }
-    if (k < p.k16) {
-        let h0 = load_a(a0, k);
-        let h1 = load_a(a1, k);
-        let l0 = load_a(p.lo + a0, k);
-        let l1 = load_a(p.lo + a1, k);
-        let b0 = load_b(w0, k);
-        let b1 = load_b(w1, k);
-        c00 = mma2(h0, l0, b0, c00);
-        c01 = mma2(h0, l0, b1, c01);
-        c10 = mma2(h1, l1, b0, c10);
-        c11 = mma2(h1, l1, b1, c11);
-    }
-    emit(c00, sg, lane, r0, j0, scaled);
-    emit(c01, sg, lane, r0, j0 + 16u, scaled);
-    emit(c10, sg, lane, r0 + 16u, j0, scaled);
-    emit(c11, sg, lane, r0 + 16u, j0 + 16u, scaled);
-}
-
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
 fn put(sum: f32, r: u32, j: u32, scaled: bool) {
     if (r < p.rows && j < p.rows_w) {
@@ -291,14 +237,4 @@ fn gemm_sliced(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
 @compute @workgroup_size(32 * SLICES)
 fn gemm_sliced_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_sliced_tile(lid, wid, true);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_narrow(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_narrow_tile(lid, wid, false);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_narrow_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_narrow_tile(lid, wid, true);
 }

@@ -180,7 +180,6 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
             match slices(rec, w.k, rows, part.rows) {
-                1 if narrow(rec, w.k, rows, part.rows) => format!("gemm_narrow ({wm}×{wn} subgroups)"),
                 1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
                 n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
@@ -202,13 +201,6 @@ fn prologue(input: Input) -> usize {
 /// The tensor-core GEMM's kernels, when they take these rows of `w`.
 fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
     rec.dev().kernels.gemm_coop.filter(|_| w.coop && rows > GEMV_ROWS)
-}
-
-/// Whether a product of `rows` rows and `n` columns runs in blocks of 32 × 32
-/// (`Options::coop_narrow`; never where it is sliced).
-fn narrow(rec: &Recorder, k: usize, rows: usize, n: usize) -> bool {
-    let blocks = rows.div_ceil(32) * n.div_ceil(64);
-    slices(rec, k, rows, n) == 1 && blocks <= rec.dev().kernels.options.coop_narrow
 }
 
 /// The slices `gemm_coop` cuts the inputs of a product of `rows` rows and `n` columns into
@@ -366,11 +358,9 @@ fn tensor_cores(
         });
     }
     for part in &w.parts {
-        let narrow = narrow(rec, w.k, rows, part.rows);
-        let (kernels, cols) = match slices(rec, w.k, rows, part.rows) {
-            1 if narrow => (coop.narrow, 32),
-            1 => (coop.gemm, 64),
-            n => (coop.sliced[usize::from(n == 4)], 64),
+        let kernels = match slices(rec, w.k, rows, part.rows) {
+            1 => coop.gemm,
+            n => coop.sliced[usize::from(n == 4)],
         };
         let kernel = kernels[usize::from(scale.is_some())];
         let tile_rows = 32 * wm as usize;
@@ -392,7 +382,7 @@ fn tensor_cores(
             lo,
             unshift: w.unshift(),
         };
-        rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, cols * wn as usize), groups_for(rows, tile_rows), 1]);
+        rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, 64 * wn as usize), groups_for(rows, tile_rows), 1]);
     }
 }
 
