@@ -388,10 +388,10 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
 }
 
-/// Bytes of workgroup memory `gemm_coop` takes in `slices` slices: each slice's 32 × 64 block
-/// of f32.
-pub fn slices_workgroup_bytes(slices: u32) -> u32 {
-    4 * 2048 * slices
+/// Bytes of workgroup memory `gemm_coop` takes in `slices` slices: a tile of zeros (the
+/// slices' sums meet in a buffer).
+pub fn slices_workgroup_bytes(_slices: u32) -> u32 {
+    4 * 256
 }
 
 /// How `gemm_coop` cuts a block's inputs among the subgroups of a workgroup: a product of

@@ -120,6 +120,8 @@ pub struct Recorder {
     upload: Option<Arc<Store>>,
     /// x's f16 parts and row scales for the tensor-core GEMM (`split_buffers`).
     split: Option<(Arc<Store>, Arc<Store>)>,
+    /// The sliced GEMM's per-slice sums (`join_buffer`).
+    join: Option<Arc<Store>>,
     groups: HashMap<GroupKey, Cached>,
     /// The adapter's limit on workgroups along one axis.
     max_groups: u32,
@@ -196,6 +198,7 @@ impl Recorder {
             sweep_at: 256,
             staging: None,
             split: None,
+            join: None,
             none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
             timed: false,
@@ -265,6 +268,19 @@ impl Recorder {
                     Store::new(&self.dev, scales + scales / 2, "the tensor-core GEMM's row scales")?,
                 );
                 self.split = Some(b.clone());
+                Ok(b)
+            }
+        }
+    }
+
+    /// A buffer of at least `bytes` for the sliced GEMM's sums of each slice, shared by
+    /// every such product (each joins its slices before the next writes them again).
+    pub fn join_buffer(&mut self, bytes: u64) -> dory::Result<Arc<Store>> {
+        match &self.join {
+            Some(b) if b.bytes >= bytes => Ok(b.clone()),
+            _ => {
+                let b = Store::new(&self.dev, bytes + bytes / 2, "the sliced GEMM's sums of each slice")?;
+                self.join = Some(b.clone());
                 Ok(b)
             }
         }

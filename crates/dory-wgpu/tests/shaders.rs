@@ -147,7 +147,7 @@ fn a_few_blocks_take_slices_of_the_inputs() {
         let o = Options::new(Reduce::Subgroup, true, limit);
         assert!(slices_workgroup_bytes(o.coop_slicing.most) <= limit, "{o:?}");
     }
-    assert_eq!(Options::new(Reduce::Subgroup, true, 16384).coop_slicing.most, 2);
+    assert_eq!(Options::new(Reduce::Subgroup, true, 16384).coop_slicing.most, 4);
 }
 
 /// attend_coop.wgsl's workgroup memory, every array of its module counted, is what the

@@ -61,8 +61,10 @@ override SLICES: u32 = 2u;
 // H200's driver).
 var<workgroup> c_sh: array<f32, 256u * WM * WN>;
 
-// `gemm_sliced`: every slice's block of sums (the first tile, first, the zeros).
-var<workgroup> s_sh: array<f32, 2048u * SLICES>;
+// `gemm_sliced`: the tile of zeros its accumulators start from.
+var<workgroup> s_sh: array<f32, 256>;
+// `gemm_sliced`: every slice's block of sums, block by block ([block][SLICES][2048]).
+@group(0) @binding(5) var<storage, read_write> sums: array<f32>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -170,31 +172,34 @@ fn put(sum: f32, r: u32, j: u32, scaled: bool) {
     }
 }
 
-// Tile i (of eight) of a slice's block into s_sh.
-fn stash(t: Acc, slice: u32, i: u32) {
-    let at = slice * 2048u + 256u * i;
+// Tile i (of eight) of a slice's block into `sums` from `at`.
+fn stash(t: Acc, at: u32, slice: u32, i: u32) {
+    let to = at + slice * 2048u + 256u * i;
     let stride = 16u;
-    coopStoreT(t, &s_sh[at], stride);
+    coopStoreT(t, &sums[to], stride);
 }
 
-// The block at (r0, j0) as the sum of every slice's.
+// The block at (r0, j0) as the sum of every slice's, through its region of `sums` (a
+// cooperative store to workgroup memory is the slow path on the H200's driver).
 fn join_slices(
     t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
     slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
 ) {
-    stash(t00, slice, 0u);
-    stash(t01, slice, 1u);
-    stash(t02, slice, 2u);
-    stash(t03, slice, 3u);
-    stash(t10, slice, 4u);
-    stash(t11, slice, 5u);
-    stash(t12, slice, 6u);
-    stash(t13, slice, 7u);
+    let at = ((r0 / 32u) * ((p.rows_w + 63u) / 64u) + j0 / 64u) * SLICES * 2048u;
+    stash(t00, at, slice, 0u);
+    stash(t01, at, slice, 1u);
+    stash(t02, at, slice, 2u);
+    stash(t03, at, slice, 3u);
+    stash(t10, at, slice, 4u);
+    stash(t11, at, slice, 5u);
+    stash(t12, at, slice, 6u);
+    stash(t13, at, slice, 7u);
+    storageBarrier();
     workgroupBarrier();
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
         for (var s = 0u; s < SLICES; s = s + 1u) {
-            sum = sum + s_sh[2048u * s + e];
+            sum = sum + sums[at + 2048u * s + e];
         }
         let t = e / 256u;
         let i = e % 256u;

@@ -358,20 +358,29 @@ fn tensor_cores(
         });
     }
     for part in &w.parts {
-        let kernels = match slices(rec, w.k, rows, part.rows) {
+        let n = slices(rec, w.k, rows, part.rows);
+        let kernels = match n {
             1 => coop.gemm,
             n => coop.sliced[usize::from(n == 4)],
         };
         let kernel = kernels[usize::from(scale.is_some())];
         let tile_rows = 32 * wm as usize;
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
-        let binds = [
+        let mut binds = vec![
             (0, Bind::Buf(part.store.clone())),
             (1, Bind::Buf(parts.clone())),
             (2, Bind::Buf(out.clone())),
             (3, Bind::Buf(inv.clone())),
             (4, Bind::Buf(scale.unwrap_or(&inv).clone())),
         ];
+        if n > 1 {
+            // Each block's slices' sums: 2048 floats a slice.
+            let blocks = part.rows.div_ceil(64) * rows.div_ceil(32);
+            match rec.join_buffer((blocks * n as usize * 2048 * 4) as u64) {
+                Ok(b) => binds.push((5, Bind::Buf(b))),
+                Err(e) => return rec.fail(e),
+            }
+        }
         let p = CoopParams {
             k16: k16 as u32,
             n: w.n as u32,
