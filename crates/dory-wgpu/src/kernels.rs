@@ -294,11 +294,12 @@ impl Options {
             coop_unroll: 2,
             coop_lo: std::env::var("DORY_WGPU_COOP_LO").map_or(true, |v| v != "0"),
             // The H200 (bench/logs/h200-2026-12-02f/call-1, µs at 512 rows): dory-tiny's
-            // down 47.8 → 23.9 in 4 slices (96 blocks), its out 23.4 → 16.1, q|k|v|gate
-            // 26.8 → 23.1 in 2 (240 blocks); but its gate|up 27.1 → 37.2 in 2 (512
-            // blocks), and the larger config's out and down (512 blocks) 86 → 98–101 and
-            // 215 → 258–262 in 2 or 4.
-            coop_slicing: Slicing { target: 512, steps: 4, most: 4 },
+            // down 47.8 → 23.9 in 4 slices (96 blocks), its out 23.4 → 16.1. Since the
+            // slices' sums meet in a buffer (bench/logs/h200-2026-12-03h/call-4), a target
+            // of 1024 also pays for the larger config's out and down (512 blocks, 81 → 59
+            // and 205 → 133 in 2 slices) and dory-tiny's q|k|v|gate (240 blocks, 24.1 →
+            // 20.4 in 4), against its gate|up's 25.7 → 27.3 in 2 (512 blocks).
+            coop_slicing: Slicing { target: 1024, steps: 4, most: 4 },
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,

@@ -137,7 +137,7 @@ fn a_few_blocks_take_slices_of_the_inputs() {
     // (blocks, k16, slices) at 512 rows: dory-tiny's q|k|v|gate, out, gate|up and down, the
     // larger config's out and gate|up; then fewer inputs.
     for (blocks, k16, n) in
-        [(240, 384, 2), (96, 384, 4), (512, 384, 1), (96, 1024, 4), (512, 2048, 1), (2816, 2048, 1), (96, 96, 1)]
+        [(240, 384, 4), (96, 384, 4), (512, 384, 2), (96, 1024, 4), (512, 2048, 2), (2816, 2048, 1), (96, 96, 1)]
     {
         assert_eq!(s.slices(blocks, k16), n, "{blocks} blocks, k16 {k16}");
     }

@@ -16,9 +16,11 @@
 // models: bench/logs/h200-2026-12-02e/call-5.)
 //
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
-// workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in workgroup
-// memory (`join_slices`): a lone subgroup's chain of loads and products is what a small
-// product waits on. Both functions run the same steps (ops/gemm_steps.wgsl), pasted into
+// workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in a buffer of
+// the block's own (`join_slices`): a lone subgroup's chain of loads and products is what a
+// small product waits on. (Joined in workgroup memory, through cooperative stores there,
+// slices lost on the larger config's products of 512 blocks, which through the buffer they
+// take 1.4–1.5× faster: bench/logs/h200-2026-12-03h/call-4.) Both functions run the same steps (ops/gemm_steps.wgsl), pasted into
 // each by the module assembler, since every way of sharing them in WGSL lost: folded into
 // gemm_coop_tile, the slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200
 // (149–154 µs against 144 for the larger config's products,
