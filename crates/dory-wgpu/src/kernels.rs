@@ -383,10 +383,10 @@ impl Options {
     }
 }
 
-/// Bytes of workgroup memory the tensor-core GEMM takes for a tile of WM × WN subgroups: a
-/// 16 × 16 tile of zeros (its sums go out through a buffer).
-pub fn coop_workgroup_bytes(_tile: (u32, u32)) -> u32 {
-    4 * 256
+/// Bytes of workgroup memory the tensor-core GEMM takes for a tile of WM × WN subgroups
+/// (either block): a 16 × 16 tile of f32 per subgroup.
+pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
+    4 * 256 * wm * wn
 }
 
 /// Bytes of workgroup memory `gemm_coop` takes in `slices` slices: a tile of zeros (the

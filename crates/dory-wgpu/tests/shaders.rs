@@ -124,7 +124,7 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
             assert!(!v.coop || slices_workgroup_bytes(v.coop_slicing.most) <= limit, "{v:?} at {limit}");
         }
     }
-    assert_eq!(coop_workgroup_bytes((2, 2)), 1024);
+    assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
     assert_eq!(coop_workgroup_bytes(Options::new(Reduce::Subgroup, true, 49152).coop_tile), 1024);
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }

@@ -43,7 +43,9 @@ enable wgpu_cooperative_matrix;
 
 override WM: u32 = 2u;
 override WN: u32 = 2u;
-// Slices of 16 inputs loaded before they are multiplied (gemm_coop).
+// Slices of 16 inputs loaded before they are multiplied (gemm_coop). (Declared before
+// c_sh: naga 30's override processing fails on an override declared after a type sized by
+// others.)
 override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
@@ -56,11 +58,14 @@ override SLICES: u32 = 2u;
 @group(0) @binding(3) var<storage, read> xinv: array<f32>;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 
-// The tile of zeros the accumulators start from (a matrix declared without a value came
-// out as garbage on the H200's driver).
-var<workgroup> c_sh: array<f32, 256>;
+// A 16 × 16 tile per subgroup on its way out (and, first, the tile of zeros the
+// accumulators start from: a matrix declared without a value came out as garbage on the
+// H200's driver).
+var<workgroup> c_sh: array<f32, 256u * WM * WN>;
 
-// Every block's sums on their way out ([block][slices][2048]: `write_block`).
+// `gemm_sliced`: the tile of zeros its accumulators start from.
+var<workgroup> s_sh: array<f32, 256>;
+// `gemm_sliced`: every slice's block of sums, block by block ([block][SLICES][2048]).
 @group(0) @binding(5) var<storage, read_write> sums: array<f32>;
 
 alias FragA = coop_mat16x16<f16, A>;
@@ -79,16 +84,52 @@ fn w_at(j: u32) -> u32 {
     return select(j, 0u, j >= p.rows_w) * p.k16;
 }
 
-// An accumulator of zeros (through c_sh; every invocation of the workgroup, `size` of them,
-// calls it).
-fn zero_acc(lid: u32, size: u32) -> Acc {
-    for (var e = lid; e < 256u; e = e + size) {
+// An accumulator of zeros (through c_sh; every invocation of the workgroup calls it).
+fn zero_acc(lid: u32) -> Acc {
+    for (var e = lid; e < 256u; e = e + 32u * WM * WN) {
         c_sh[e] = 0.0;
     }
     workgroupBarrier();
     let zero = coopLoad<Acc>(&c_sh[0], 16u);
     workgroupBarrier();
     return zero;
+}
+
+// Writes the 16 × 16 tile t at (r0, j0) of out through the subgroup's slice of c_sh,
+// within bounds, times 1/s of its row and, when `scaled`, the column's scale.
+fn emit(t: Acc, sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool) {
+    let at = sg * 256u;
+    let stride = 16u;
+    coopStoreT(t, &c_sh[at], stride);
+    workgroupBarrier();
+    for (var i = 0u; i < 8u; i = i + 1u) {
+        let e = lane + 32u * i;
+        let r = r0 + e / 16u;
+        let j = j0 + e % 16u;
+        if (r < p.rows && j < p.rows_w) {
+            var v = c_sh[at + e] * (xinv[r] * p.unshift);
+            if (scaled) {
+                v = v * scale[p.row0 + j];
+            }
+            out[(p.yr0 + r) * p.n + p.row0 + j] = v;
+        }
+    }
+    workgroupBarrier();
+}
+
+// The subgroup's 32 × 64 block at (r0, j0) of out, tile by tile.
+fn emit_block(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    sg: u32, lane: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    emit(t00, sg, lane, r0, j0, scaled);
+    emit(t01, sg, lane, r0, j0 + 16u, scaled);
+    emit(t02, sg, lane, r0, j0 + 32u, scaled);
+    emit(t03, sg, lane, r0, j0 + 48u, scaled);
+    emit(t10, sg, lane, r0 + 16u, j0, scaled);
+    emit(t11, sg, lane, r0 + 16u, j0 + 16u, scaled);
+    emit(t12, sg, lane, r0 + 16u, j0 + 32u, scaled);
+    emit(t13, sg, lane, r0 + 16u, j0 + 48u, scaled);
 }
 
 // The 16 × 16 tile of x's parts whose 16 rows start at `rows` (r0 · k16) and whose inputs
@@ -111,16 +152,15 @@ fn load_b(band: u32, k: u32) -> FragB {
     return coopLoad<FragB>(&w[band + 16u * k], stride);
 }
 
-fn gemm_coop_tile(lid: u32, wid: vec3<u32>, nwg: vec3<u32>, scaled: bool) {
+fn gemm_coop_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let sg = lid / 32u;
     let lane = lid % 32u;
     // This subgroup's 32 × 64 block of out.
     let r0 = wid.y * 32u * WM + 32u * (sg / WN);
     let j0 = wid.x * 64u * WN + 64u * (sg % WN);
-    let zero = zero_acc(lid, 32u * WM * WN);
+    let zero = zero_acc(lid);
     // paste: gemm_steps.wgsl, $k0 = 0u, $end = p.k16
-    let block = (wid.y * nwg.x + wid.x) * WM * WN + sg;
-    write_block(c00, c01, c02, c03, c10, c11, c12, c13, block, 1u, 0u, lane, 32u, r0, j0, scaled);
+    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
 }
 
 // out[r, j] ← sum times 1/s of row r and, when `scaled`, column j's scale, within bounds.
@@ -141,16 +181,13 @@ fn stash(t: Acc, at: u32, slice: u32, i: u32) {
     coopStoreT(t, &sums[to], stride);
 }
 
-// Writes the block at (r0, j0) of out, the sum of its `slices` slices' (this subgroup's,
-// slice `slice`, among them), within bounds, times 1/s of each row and, when `scaled`, the
-// column's scale: through the block's region of `sums` (region `block`; a cooperative store
-// to workgroup memory is the slow path on the H200's driver), each invocation of the
-// workgroup from `first` on, `step` apart. Every invocation of the workgroup calls it.
-fn write_block(
+// The block at (r0, j0) as the sum of every slice's, through its region of `sums` (a
+// cooperative store to workgroup memory is the slow path on the H200's driver).
+fn join_slices(
     t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    block: u32, slices: u32, slice: u32, first: u32, step: u32, r0: u32, j0: u32, scaled: bool,
+    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
 ) {
-    let at = block * slices * 2048u;
+    let at = ((r0 / 32u) * ((p.rows_w + 63u) / 64u) + j0 / 64u) * SLICES * 2048u;
     stash(t00, at, slice, 0u);
     stash(t01, at, slice, 1u);
     stash(t02, at, slice, 2u);
@@ -161,9 +198,9 @@ fn write_block(
     stash(t13, at, slice, 7u);
     storageBarrier();
     workgroupBarrier();
-    for (var e = first; e < 2048u; e = e + step) {
+    for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
         var sum = 0.0;
-        for (var s = 0u; s < slices; s = s + 1u) {
+        for (var s = 0u; s < SLICES; s = s + 1u) {
             sum = sum + sums[at + 2048u * s + e];
         }
         let t = e / 256u;
@@ -173,50 +210,38 @@ fn write_block(
 }
 
 // gemm_coop_tile's block, its inputs cut into SLICES slices, one to a subgroup.
-fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, nwg: vec3<u32>, scaled: bool) {
+fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let slice = lid / 32u;
     let r0 = wid.y * 32u;
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
     let end = 16u * ((slice + 1u) * steps / SLICES);
-    let zero = zero_acc(lid, 32u * SLICES);
+    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
+        s_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    workgroupBarrier();
     // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
-    let block = wid.y * nwg.x + wid.x;
-    write_block(c00, c01, c02, c03, c10, c11, c12, c13, block, SLICES, slice, lid, 32u * SLICES, r0, j0, scaled);
+    join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
 }
 
 @compute @workgroup_size(32 * WM * WN)
-fn gemm_coop(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    gemm_coop_tile(lid, wid, nwg, false);
+fn gemm_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_coop_tile(lid, wid, false);
 }
 
 @compute @workgroup_size(32 * WM * WN)
-fn gemm_coop_scaled(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    gemm_coop_tile(lid, wid, nwg, true);
+fn gemm_coop_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_coop_tile(lid, wid, true);
 }
 
 @compute @workgroup_size(32 * SLICES)
-fn gemm_sliced(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    gemm_sliced_tile(lid, wid, nwg, false);
+fn gemm_sliced(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_sliced_tile(lid, wid, false);
 }
 
 @compute @workgroup_size(32 * SLICES)
-fn gemm_sliced_scaled(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    gemm_sliced_tile(lid, wid, nwg, true);
+fn gemm_sliced_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_sliced_tile(lid, wid, true);
 }

@@ -373,14 +373,13 @@ fn tensor_cores(
             (3, Bind::Buf(inv.clone())),
             (4, Bind::Buf(scale.unwrap_or(&inv).clone())),
         ];
-        // Each block's sums on their way out: 2048 floats a slice.
-        let blocks = match n {
-            1 => groups_for(part.rows, 64 * wn as usize) * groups_for(rows, tile_rows) * wm * wn,
-            n => groups_for(part.rows, 64) * groups_for(rows, 32) * n,
-        };
-        match rec.join_buffer(u64::from(blocks) * 2048 * 4) {
-            Ok(b) => binds.push((5, Bind::Buf(b))),
-            Err(e) => return rec.fail(e),
+        if n > 1 {
+            // Each block's slices' sums: 2048 floats a slice.
+            let blocks = part.rows.div_ceil(64) * rows.div_ceil(32);
+            match rec.join_buffer((blocks * n as usize * 2048 * 4) as u64) {
+                Ok(b) => binds.push((5, Bind::Buf(b))),
+                Err(e) => return rec.fail(e),
+            }
         }
         let p = CoopParams {
             k16: k16 as u32,
