@@ -18,15 +18,18 @@
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in a buffer of
 // the block's own (`join_slices`): a lone subgroup's chain of loads and products is what a
-// small product waits on. (Joined in workgroup memory, through cooperative stores there,
-// slices lost on the larger config's products of 512 blocks, which through the buffer they
-// take 1.4–1.5× faster: bench/logs/h200-2026-12-03h/call-4.) Both functions run the same steps (ops/gemm_steps.wgsl), pasted into
-// each by the module assembler, since every way of sharing them in WGSL lost: folded into
-// gemm_coop_tile, the slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200
-// (149–154 µs against 144 for the larger config's products,
-// bench/logs/h200-2026-12-02f/call-6 … call-8); one function running the loop for both,
-// its way out chosen by an argument, ran the larger config's pp512 2.6× slower
-// (bench/logs/h200-2026-12-03g/call-4).
+// small product waits on. (Joined in workgroup memory, 8 KiB a slice, slices lost on the
+// larger config's products of 512 blocks, which through the buffer they take 1.4–1.5×
+// faster, bench/logs/h200-2026-12-03h/call-4: likely the L1 that the workgroup memory
+// takes from the fragments' loads, since the unsliced blocks' sums, through the buffer
+// too, ran 1.13× slower than through their 1 KiB of workgroup memory, call-6.)
+//
+// Both functions run the same steps (ops/gemm_steps.wgsl), pasted into each by the module
+// assembler, since every way of sharing them in WGSL lost: folded into gemm_coop_tile, the
+// slice's set-up slowed the unsliced blocks by 3.5–7 % on the H200 (149–154 µs against 144
+// for the larger config's products, bench/logs/h200-2026-12-02f/call-6 … call-8); one
+// function running the loop for both, its way out chosen by an argument, ran the larger
+// config's pp512 2.6× slower (bench/logs/h200-2026-12-03g/call-4).
 //
 // Reads beyond the operands' edges are meant: x's split buffer has rows for whole tiles and
 // rows of k16 (k rounded up to 16, zero-filled; laid out in 16 × 16 tiles, see load_a), and
@@ -181,8 +184,8 @@ fn stash(t: Acc, at: u32, slice: u32, i: u32) {
     coopStoreT(t, &sums[to], stride);
 }
 
-// The block at (r0, j0) as the sum of every slice's, through its region of `sums` (a
-// cooperative store to workgroup memory is the slow path on the H200's driver).
+// The block at (r0, j0) as the sum of every slice's, through its region of `sums` (the
+// header says why not workgroup memory).
 fn join_slices(
     t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
     slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
