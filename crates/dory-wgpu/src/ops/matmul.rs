@@ -308,9 +308,8 @@ params! {
     }
 }
 
-/// x's rows cut into f16 parts (split.wgsl, which forms SwiGLU on the way in for
-/// `Input::Swiglu`, or the residual's own kernel for `Input::Residual`), then the product on the tensor cores, one dispatch per part of W,
-/// times the scale per column for `Input::Scaled`.
+/// x's rows cut into f16 parts (`cut`), then the product on the tensor cores, one dispatch
+/// per part of W, times the scale per column for `Input::Scaled`.
 fn tensor_cores(
     rec: &mut Recorder,
     coop: Coop,
@@ -334,29 +333,8 @@ fn tensor_cores(
         Input::Scaled(s) => Some(s),
         _ => None,
     };
-    if let Input::Residual { o: attended, alpha, h_next, eps } = input {
-        debug_assert!(Arc::ptr_eq(x, h_next) && xr0 == 0, "the residual's split writes h in place");
-        let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
-        residual::record_split(rec, (x, attended, alpha), w.k, eps, rows, layout);
-    } else {
-        let (split, third, fourth) = match input {
-            Input::Swiglu(s) => (coop.split_swiglu, s, x),
-            Input::Combine { qkvg, gate_scale, .. } => (coop.split_combine, gate_scale, qkvg),
-            _ => (coop.split, x, x),
-        };
-        let [kv_heads, d, chunks] = join_shape(input);
-        let binds = [
-            (0, Bind::Buf(x.clone())),
-            (1, Bind::Buf(parts.clone())),
-            (2, Bind::Buf(inv.clone())),
-            (3, Bind::Buf(third.clone())),
-            (4, Bind::Buf(fourth.clone())),
-        ];
-        row_batches(rows, |row0, n| {
-            let p = SplitParams { k: w.k as u32, k16: k16 as u32, xr0: xr0 as u32, lo, row0, kv_heads, d, chunks };
-            rec.dispatch(split, &binds, &p, [n, 1, 1]);
-        });
-    }
+    let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
+    cut(rec, coop, w.k, (x, xr0), rows, input, layout);
     for part in &w.parts {
         let n = slices(rec, w.k, rows, part.rows);
         let kernels = match n {
@@ -393,6 +371,42 @@ fn tensor_cores(
         };
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, 64 * wn as usize), groups_for(rows, tile_rows), 1]);
     }
+}
+
+/// x's `rows` rows of `k` from xr0 on cut into f16 parts where `layout` says: by the
+/// residual's own kernel for `Input::Residual`, else by split.wgsl, which forms the input
+/// first where it is SwiGLU's or the attention's chunks joined.
+fn cut(
+    rec: &mut Recorder,
+    coop: Coop,
+    k: usize,
+    (x, xr0): (&Arc<Store>, usize),
+    rows: usize,
+    input: Input,
+    layout: residual::Parts,
+) {
+    if let Input::Residual { o: attended, alpha, h_next, eps } = input {
+        debug_assert!(Arc::ptr_eq(x, h_next) && xr0 == 0, "the residual's split writes h in place");
+        return residual::record_split(rec, (x, attended, alpha), k, eps, rows, layout);
+    }
+    let (split, third, fourth) = match input {
+        Input::Swiglu(s) => (coop.split_swiglu, s, x),
+        Input::Combine { qkvg, gate_scale, .. } => (coop.split_combine, gate_scale, qkvg),
+        _ => (coop.split, x, x),
+    };
+    let [kv_heads, d, chunks] = join_shape(input);
+    let binds = [
+        (0, Bind::Buf(x.clone())),
+        (1, Bind::Buf(layout.parts.clone())),
+        (2, Bind::Buf(layout.inv.clone())),
+        (3, Bind::Buf(third.clone())),
+        (4, Bind::Buf(fourth.clone())),
+    ];
+    let (k16, lo) = (layout.k16 as u32, layout.lo);
+    row_batches(rows, |row0, n| {
+        let p = SplitParams { k: k as u32, k16, xr0: xr0 as u32, lo, row0, kv_heads, d, chunks };
+        rec.dispatch(split, &binds, &p, [n, 1, 1]);
+    });
 }
 
 /// One row through gemv1.wgsl.
