@@ -108,14 +108,33 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
         return Ok(None);
     }
     let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
-    Ok(Some(probe_rate(dev, &TENSOR_PROBE, &operands, 4 * 2304)?))
+    Ok(Some(probe_rate(dev, &TENSOR_PROBE, &operands, 4 * 2304, &[])?))
+}
+
+/// Where the tensor-core GEMM's step (8 fragments, 16 products) can take its fragments
+/// from (`peak_steps.wgsl`), as multiply-adds × 2 per second: held in registers, loaded
+/// every step from workgroup memory, from the buffer (cache-hot), and staged through
+/// workgroup memory one, two and three steps a stage. None where the device runs no
+/// cooperative matrices.
+pub fn step_rates(dev: &Arc<GpuDevice>) -> dory::Result<Option<[f64; 6]>> {
+    if !dev.caps.coop {
+        return Ok(None);
+    }
+    let operands: Vec<u8> = (0..3 * 8192).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
+    let settings = [(0, 1), (1, 1), (2, 1), (3, 1), (3, 2), (3, 3)];
+    let mut rates = [0.0; 6];
+    for (rate, (from, depth)) in rates.iter_mut().zip(settings) {
+        let constants = [("FROM", f64::from(from)), ("DEPTH", f64::from(depth))];
+        *rate = probe_rate(dev, &STEPS_PROBE, &operands, 4 * (16384 + 256), &constants)?;
+    }
+    Ok(Some(rates))
 }
 
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
     let operands: Vec<u8> = [0.999f32, 1e-3, 0.5].iter().cycle().take(12).flat_map(|v| v.to_le_bytes()).collect();
-    probe_rate(dev, &FMA_PROBE, &operands, 16 * 1024)
+    probe_rate(dev, &FMA_PROBE, &operands, 16 * 1024, &[])
 }
 
 /// A probe of a ceiling: its WGSL (entry point `peak`), the iterations of its loop (the
@@ -128,6 +147,9 @@ struct Probe {
 
 /// 8 products of 16³ a subgroup, 4 subgroups a workgroup.
 const TENSOR_PROBE: Probe = Probe { source: include_str!("peak.wgsl"), iters: 256, per_iter: 4.0 * 8.0 * 2.0 * 4096.0 };
+/// 16 products of 16³ a subgroup, 4 subgroups a workgroup (ITERS a multiple of every DEPTH).
+const STEPS_PROBE: Probe =
+    Probe { source: include_str!("peak_steps.wgsl"), iters: 252, per_iter: 4.0 * 16.0 * 2.0 * 4096.0 };
 /// 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
 const FMA_PROBE: Probe =
     Probe { source: include_str!("peak_f32.wgsl"), iters: 1024, per_iter: 256.0 * 8.0 * 4.0 * 2.0 };
@@ -136,9 +158,17 @@ const FMA_PROBE: Probe =
 const MAX_GROUPS: u32 = 65_535;
 
 /// Operations per second of `probe` (binding 0: `operands`, binding 1: `out_bytes` of
-/// zeros) in one dispatch of enough workgroups to take 50 ms or more (or as many as one
+/// zeros; its overrides besides ITERS set to `constants`) in one dispatch of enough workgroups to take 50 ms or more (or as many as one
 /// dimension of a grid takes), timed on the wall clock: the median of 5.
-fn probe_rate(dev: &Arc<GpuDevice>, probe: &Probe, operands: &[u8], out_bytes: u64) -> dory::Result<f64> {
+fn probe_rate(
+    dev: &Arc<GpuDevice>,
+    probe: &Probe,
+    operands: &[u8],
+    out_bytes: u64,
+    constants: &[(&str, f64)],
+) -> dory::Result<f64> {
+    let constants: Vec<(&str, f64)> =
+        [("ITERS", f64::from(probe.iters))].into_iter().chain(constants.iter().copied()).collect();
     let device = &dev.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -150,10 +180,7 @@ fn probe_rate(dev: &Arc<GpuDevice>, probe: &Probe, operands: &[u8], out_bytes: u
         layout: None,
         module: &module,
         entry_point: Some("peak"),
-        compilation_options: wgpu::PipelineCompilationOptions {
-            constants: &[("ITERS", f64::from(probe.iters))],
-            ..Default::default()
-        },
+        compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
         cache: None,
     });
     let a = Store::with_data(dev, operands, "peak operands")?;
@@ -275,22 +302,28 @@ mod tests {
     use naga::back::PipelineConstants;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
 
-    use super::{FMA_PROBE, TENSOR_PROBE};
+    use super::{FMA_PROBE, STEPS_PROBE, TENSOR_PROBE};
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
         let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        for (name, probe) in [("peak.wgsl", TENSOR_PROBE), ("peak_f32.wgsl", FMA_PROBE)] {
+        let steps = [(0.0, 1.0), (1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (3.0, 3.0)]
+            .map(|(from, depth)| ("peak_steps.wgsl", STEPS_PROBE, vec![("FROM", from), ("DEPTH", depth)]));
+        let probes =
+            [("peak.wgsl", TENSOR_PROBE, vec![]), ("peak_f32.wgsl", FMA_PROBE, vec![])].into_iter().chain(steps);
+        for (name, probe, extra) in probes {
             let module = naga::front::wgsl::parse_str(probe.source).unwrap_or_else(|e| panic!("{name}: {e}"));
             let info = Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let constants: PipelineConstants = [("ITERS".to_string(), f64::from(probe.iters))].into_iter().collect();
+            let mut constants: PipelineConstants =
+                [("ITERS".to_string(), f64::from(probe.iters))].into_iter().collect();
+            constants.extend(extra.iter().map(|&(k, v)| (k.to_string(), v)));
             let stage = Some((naga::ShaderStage::Compute, "peak"));
             let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, stage, &constants)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             naga::back::spv::write_vec(&module, &info, &Default::default(), None)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                .unwrap_or_else(|e| panic!("{name} {extra:?}: {e}"));
         }
     }
 }

@@ -55,9 +55,11 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let (tensor, fma) = (bench::tensor_peak(dev).map_err(err)?, bench::fma_peak(dev).map_err(err)?);
+    let steps = bench::step_rates(dev).map_err(err)?;
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
-        "f32_flops_per_s": fma});
+        "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, s1, s2, s3]|
+            json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": s1, "staged_2": s2, "staged_3": s3}))});
     let config = match (arg("--model"), arg("--config")) {
         (Some(dir), _) => {
             let (bytes, dispatches) = per_token(dev, &dir)?;
@@ -120,6 +122,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
             || options.coop_tile != base.coop_tile
             || options.coop_unroll != base.coop_unroll
             || options.coop_slicing != base.coop_slicing
+            || options.coop_stage != base.coop_stage
             || options == base;
         // Building the variant's pipelines leaves the GPU idle long enough for its clocks to
         // drop (the first kernel timed after it ran 4× slow on the H200); and even after the
