@@ -338,10 +338,9 @@ impl Options {
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
         o.attend_coop &= o.attend_coop_fits(workgroup_bytes);
-        o.coop_slicing.most = [4, 2, 1]
-            .into_iter()
-            .find(|&n| n <= o.coop_slicing.most.max(1) && slices_workgroup_bytes(n) <= workgroup_bytes)
-            .unwrap_or(1);
+        // Slices of 4, 2 or 1 (their workgroup memory is a tile of zeros whatever their count:
+        // their sums meet in a buffer).
+        o.coop_slicing.most = [4, 2, 1].into_iter().find(|&n| n <= o.coop_slicing.most.max(1)).unwrap_or(1);
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
         }
@@ -387,12 +386,6 @@ impl Options {
 /// (either block): a 16 × 16 tile of f32 per subgroup.
 pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
-}
-
-/// Bytes of workgroup memory `gemm_coop` takes in `slices` slices: a tile of zeros (the
-/// slices' sums meet in a buffer).
-pub fn slices_workgroup_bytes(_slices: u32) -> u32 {
-    4 * 256
 }
 
 /// How `gemm_coop` cuts a block's inputs among the subgroups of a workgroup: a product of

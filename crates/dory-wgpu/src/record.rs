@@ -118,9 +118,10 @@ pub struct Recorder {
     /// This submission's uploads, in 4-byte words.
     uploads: Vec<u32>,
     upload: Option<Arc<Store>>,
-    /// x's f16 parts and row scales for the tensor-core GEMM (`split_buffers`).
-    split: Option<(Arc<Store>, Arc<Store>)>,
-    /// The sliced GEMM's per-slice sums (`join_buffer`).
+    /// The tensor-core GEMM's scratch, each reused or grown (`scratch`): x's f16 parts and
+    /// row scales (`split_buffers`), the sliced GEMM's per-slice sums (`join_buffer`).
+    parts: Option<Arc<Store>>,
+    scales: Option<Arc<Store>>,
     join: Option<Arc<Store>>,
     groups: HashMap<GroupKey, Cached>,
     /// The adapter's limit on workgroups along one axis.
@@ -197,7 +198,8 @@ impl Recorder {
             max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,
-            split: None,
+            parts: None,
+            scales: None,
             join: None,
             none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
@@ -258,32 +260,16 @@ impl Recorder {
     /// (matmul.rs), shared by every GEMM on the tensor cores: each splits its x and reads
     /// it before the next dispatch writes them again.
     pub fn split_buffers(&mut self, parts: u64, scales: u64) -> dory::Result<(Arc<Store>, Arc<Store>)> {
-        let big_enough = |b: &(Arc<Store>, Arc<Store>)| b.0.bytes >= parts && b.1.bytes >= scales;
-        match &self.split {
-            Some(b) if big_enough(b) => Ok(b.clone()),
-            _ => {
-                // Grown by half again, so that a prompt's growing rows do not reallocate each time.
-                let b = (
-                    Store::new(&self.dev, parts + parts / 2, "the tensor-core GEMM's f16 parts of x")?,
-                    Store::new(&self.dev, scales + scales / 2, "the tensor-core GEMM's row scales")?,
-                );
-                self.split = Some(b.clone());
-                Ok(b)
-            }
-        }
+        Ok((
+            scratch(&self.dev, &mut self.parts, parts, "the tensor-core GEMM's f16 parts of x")?,
+            scratch(&self.dev, &mut self.scales, scales, "the tensor-core GEMM's row scales")?,
+        ))
     }
 
     /// A buffer of at least `bytes` for the sliced GEMM's sums of each slice, shared by
     /// every such product (each joins its slices before the next writes them again).
     pub fn join_buffer(&mut self, bytes: u64) -> dory::Result<Arc<Store>> {
-        match &self.join {
-            Some(b) if b.bytes >= bytes => Ok(b.clone()),
-            _ => {
-                let b = Store::new(&self.dev, bytes + bytes / 2, "the sliced GEMM's sums of each slice")?;
-                self.join = Some(b.clone());
-                Ok(b)
-            }
-        }
+        scratch(&self.dev, &mut self.join, bytes, "the sliced GEMM's sums of each slice")
     }
 
     pub fn dispatch(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {
@@ -656,4 +642,17 @@ fn wait_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64, mapped
     };
     staging.unmap();
     Ok(words)
+}
+
+/// The buffer held in `slot` where it has at least `bytes`, else a new one in its place,
+/// grown by half again so that a prompt's growing rows do not reallocate each time.
+fn scratch(dev: &Arc<GpuDevice>, slot: &mut Option<Arc<Store>>, bytes: u64, what: &str) -> dory::Result<Arc<Store>> {
+    match slot {
+        Some(b) if b.bytes >= bytes => Ok(b.clone()),
+        _ => {
+            let b = Store::new(dev, bytes + bytes / 2, what)?;
+            *slot = Some(b.clone());
+            Ok(b)
+        }
+    }
 }

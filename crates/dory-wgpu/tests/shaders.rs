@@ -2,9 +2,7 @@
 //! validates through naga and translates to SPIR-V (Vulkan), MSL (Metal) and HLSL (DX12;
 //! not the tensor-core GEMM, which wgpu offers on Vulkan only): no GPU needed.
 
-use dory_wgpu::kernels::{
-    coop_workgroup_bytes, module_text, slices_workgroup_bytes, Kernels, Options, Reduce, Slicing, Spec, MODULES,
-};
+use dory_wgpu::kernels::{coop_workgroup_bytes, module_text, Kernels, Options, Reduce, Slicing, Spec, MODULES};
 use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 
@@ -121,7 +119,6 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
         assert!(!o.coop || coop_workgroup_bytes(o.coop_tile) <= limit, "{o:?} at {limit}");
         for v in dory_wgpu::kernels::kernel_shapes(o, limit) {
             assert!(!v.coop || coop_workgroup_bytes(v.coop_tile) <= limit, "{v:?} at {limit}");
-            assert!(!v.coop || slices_workgroup_bytes(v.coop_slicing.most) <= limit, "{v:?} at {limit}");
         }
     }
     assert_eq!(coop_workgroup_bytes((2, 2)), 4096);
@@ -129,8 +126,7 @@ fn tensor_core_tiles_fit_the_workgroup_memory() {
     assert!(!Options::new(Reduce::Subgroup, true, 512).coop);
 }
 
-/// Slices where the blocks are few and the inputs many, never past the device's workgroup
-/// memory.
+/// Slices where the blocks are few and the inputs many.
 #[test]
 fn a_few_blocks_take_slices_of_the_inputs() {
     let s = Options::new(Reduce::Subgroup, true, 49152).coop_slicing;
@@ -143,10 +139,6 @@ fn a_few_blocks_take_slices_of_the_inputs() {
     }
     assert_eq!(Slicing { most: 2, ..s }.slices(96, 1024), 2);
     assert_eq!(Slicing { target: 0, ..s }.slices(1, 4096), 1);
-    for limit in [16384, 32768, 49152] {
-        let o = Options::new(Reduce::Subgroup, true, limit);
-        assert!(slices_workgroup_bytes(o.coop_slicing.most) <= limit, "{o:?}");
-    }
     assert_eq!(Options::new(Reduce::Subgroup, true, 16384).coop_slicing.most, 4);
 }
 
