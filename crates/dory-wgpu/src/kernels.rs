@@ -159,7 +159,6 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
 const FRAGMENTS: &[(&str, &str)] = &[
     ("gemm_steps.wgsl", include_str!("ops/gemm_steps.wgsl")),
     ("gemm_loads.wgsl", include_str!("ops/gemm_loads.wgsl")),
-    ("gemm_stage_step.wgsl", include_str!("ops/gemm_stage_step.wgsl")),
 ];
 
 /// `line` itself, or, where it reads `// paste: FILE, $name = value, …`, FILE's fragment
@@ -233,8 +232,6 @@ pub struct Options {
     /// `gemm_coop`'s inputs cut into slices among a workgroup's subgroups where its blocks
     /// are few.
     pub coop_slicing: Slicing,
-    /// The unsliced products' operands staged in workgroup memory (`gemm_staged`).
-    pub coop_stage: Option<Stage>,
     /// A decoded row's prep done by attend.
     pub fuse_prep: bool,
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
@@ -274,7 +271,6 @@ impl Options {
     /// the few-row kernel, which the H200 runs 1.5–3.7× faster: gemv1's x in workgroup
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
-    /// DORY_WGPU_COOP_STAGE=STEPS,WM,WN (`Stage`),
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
@@ -304,7 +300,6 @@ impl Options {
             // and 205 → 133 in 2 slices) and dory-tiny's q|k|v|gate (240 blocks, 24.1 →
             // 20.4 in 4), against its gate|up's 25.7 → 27.3 in 2 (512 blocks).
             coop_slicing: Slicing { target: 1024, steps: 4, most: 4 },
-            coop_stage: None,
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
@@ -339,13 +334,9 @@ impl Options {
             Some(&[target, steps, most]) => o.coop_slicing = Slicing { target, steps, most },
             _ => {}
         }
-        if let Some(&[steps, wm, wn]) = numbers("DORY_WGPU_COOP_STAGE").as_deref() {
-            o.coop_stage = Some(Stage { steps: steps.clamp(1, 2), tile: (wm.clamp(1, 4), wn.clamp(1, 4)) });
-        }
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
-        o.coop_stage = o.coop_stage.filter(|s| s.fits(workgroup_bytes));
         o.attend_coop &= o.attend_coop_fits(workgroup_bytes);
         // Slices of 4, 2 or 1 (their workgroup memory is a tile of zeros whatever their count:
         // their sums meet in a buffer).
@@ -397,35 +388,6 @@ pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
 }
 
-/// `gemm_staged`'s shape: a workgroup of WM × WN subgroups (`tile`), each a block of 32 × 64,
-/// whose operands are staged in workgroup memory `steps` steps of 16 inputs at a time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stage {
-    pub steps: u32,
-    pub tile: (u32, u32),
-}
-
-impl Stage {
-    /// The fragments of x and of W of a stage each subgroup fetches (the kernel has room
-    /// for 4 of each; 3 is taken as 4).
-    pub fn fetches(self) -> (u32, u32) {
-        let (wm, wn) = self.tile;
-        ((self.steps * 4 * wm).div_ceil(wm * wn), (self.steps * 4 * wn).div_ceil(wm * wn))
-    }
-
-    /// Whether the kernel and a device of `workgroup_bytes` can run it.
-    pub fn fits(self, workgroup_bytes: u32) -> bool {
-        let (a, b) = self.fetches();
-        a.max(b) <= 4 && self.workgroup_bytes() <= workgroup_bytes
-    }
-
-    /// Two stages of fragments of 512 bytes, and `coop_workgroup_bytes`.
-    pub fn workgroup_bytes(self) -> u32 {
-        let (wm, wn) = self.tile;
-        2 * self.steps * 4 * (wm + wn) * 512 + coop_workgroup_bytes(self.tile)
-    }
-}
-
 /// How `gemm_coop` cuts a block's inputs among the subgroups of a workgroup: a product of
 /// fewer blocks than `target` takes the most slices (up to `most`: 1, 2 or 4) that keep
 /// blocks × slices within `target` and `steps` slices of 16 inputs to a slice.
@@ -471,11 +433,7 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
         }
         // Slices off.
         all.push(Options { coop_slicing: Slicing { most: 1, ..base.coop_slicing }, ..base });
-        for (steps, tile) in [(1, (2, 2)), (2, (2, 2)), (1, (4, 2)), (1, (2, 4))] {
-            all.push(Options { coop_stage: Some(Stage { steps, tile }), ..base });
-        }
         all.retain(|o| !o.coop || coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes);
-        all.retain(|o| o.coop_stage.is_none_or(|s| s.fits(workgroup_bytes)));
     }
     all.dedup();
     all
@@ -510,8 +468,6 @@ pub struct Coop {
     pub gemm: [KernelId; 2],
     /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
     pub sliced: [[KernelId; 2]; 2],
-    /// `gemm` with its operands staged (`Options::coop_stage`), for the unsliced products.
-    pub staged: Option<[KernelId; 2]>,
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -604,16 +560,12 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
         let c = [unroll, ("SLICES", f64::from(n))];
         sliced[i] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
     }
-    let staged = options.coop_stage.map(|Stage { steps, tile: (wm, wn) }| {
-        let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), ("STAGE", f64::from(steps))];
-        ["gemm_staged", "gemm_staged_scaled"].map(|e| b.add("gemm_coop", e, &c))
-    });
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));
     let split = b.add("split", "split", &[lo]);
     let split_swiglu = b.add_as("split", "split", "split_swiglu", &[lo, ("SWIGLU", 1.0)]);
     let split_combine = b.add_as("split", "split", "split_combine", &[lo, ("COMBINE", 1.0)]);
     let residual_split = b.add("residual", "residual_split", &[lo]);
-    Coop { split, split_swiglu, split_combine, residual_split, gemm, sliced, staged }
+    Coop { split, split_swiglu, split_combine, residual_split, gemm, sliced }
 }
 
 impl Kernels {

@@ -122,7 +122,6 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
             || options.coop_tile != base.coop_tile
             || options.coop_unroll != base.coop_unroll
             || options.coop_slicing != base.coop_slicing
-            || options.coop_stage != base.coop_stage
             || options == base;
         // Building the variant's pipelines leaves the GPU idle long enough for its clocks to
         // drop (the first kernel timed after it ran 4× slow on the H200); and even after the

@@ -8,7 +8,11 @@
 // Every operand is loaded straight from its buffer (no staging through workgroup memory: a
 // subgroup's fragments are reused across its tiles, and the workgroup's subgroups that
 // share columns of W meet them in the cache; a kernel that staged 32 inputs at a time in
-// workgroup memory, double-buffered, ran 3–13× slower on the H200). A workgroup of
+// workgroup memory, double-buffered, ran 3–13× slower on the H200; one that copied each
+// stage of fragments there by cooperative loads and stores, the next stage's loads in
+// flight while it multiplied the last, 2.1–3.3× slower, 088412d's `gemm_staged`: fragments
+// load from workgroup memory at 3/4 of the products' rate, but staging them, a store and a
+// barrier a step, halves it: bench/logs/h200-2026-12-03i, `peak_steps.wgsl`). A workgroup of
 // WM × WN subgroups of 32 computes a (32 WM) × (64 WN) tile of out, each subgroup a
 // 32 × 64 block as 2 × 4 accumulators (`gemm_coop`; UNROLL = 2 loads two slices of 16
 // inputs before multiplying either). (A 64 × 64 block a subgroup, `gemm_tall`, reused each
@@ -52,8 +56,6 @@ override WN: u32 = 2u;
 override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
-// Steps of 16 inputs a stage of `gemm_staged` (1 or 2).
-override STAGE: u32 = 1u;
 
 // The parameters `p`: matmul.rs's `CoopParams` (kernels.rs declares their `struct P`).
 
@@ -67,10 +69,6 @@ override STAGE: u32 = 1u;
 // accumulators start from: a matrix declared without a value came out as garbage on the
 // H200's driver).
 var<workgroup> c_sh: array<f32, 256u * WM * WN>;
-
-// `gemm_staged`: two stages of the workgroup's fragments, each STAGE steps of
-// 4 (WM + WN) fragments (stage_at).
-var<workgroup> st_sh: array<f16, 2048u * STAGE * (WM + WN)>;
 
 // `gemm_sliced`: the tile of zeros its accumulators start from.
 var<workgroup> s_sh: array<f32, 256>;
@@ -233,152 +231,6 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     workgroupBarrier();
     // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
     join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
-}
-
-// `gemm_staged`: a stage is STAGE steps of 16 inputs, x's fragments first (4 WM a step:
-// subgroup row m's two tiles of rows, hi and lo, by g = 4 m + 2 t + part), then W's (4 WN a
-// step: subgroup column n's four tiles, by 4 n + c). Where fragment i of x's (of W's) sits
-// in the buffer at the stage from k0 (a step past the inputs reads the first, which is
-// never multiplied).
-fn step_k(k0: u32, d: u32) -> u32 {
-    return select(0u, k0 + 16u * d, k0 + 16u * d < p.k16);
-}
-
-fn fetch_a(i: u32, k0: u32, r0w: u32) -> FragA {
-    let g = i % (4u * WM);
-    let rows = (r0w + 32u * (g / 4u) + 16u * ((g / 2u) % 2u)) * p.k16 + (g % 2u) * p.lo;
-    let stride = 16u;
-    return coopLoadT<FragA>(&xa[rows + 16u * step_k(k0, i / (4u * WM))], stride);
-}
-
-fn fetch_b(i: u32, k0: u32, j0w: u32) -> FragA {
-    let b = i % (4u * WN);
-    let band = w_at(j0w + 64u * (b / 4u) + 16u * (b % 4u));
-    let stride = 16u;
-    return coopLoadT<FragA>(&w[band + 16u * step_k(k0, i / (4u * WN))], stride);
-}
-
-// Where fragment f of a stage (x's, then W's) starts in half h of st_sh.
-fn stage_at(f: u32, h: u32) -> u32 {
-    return (h * STAGE * 4u * (WM + WN) + f) * 256u;
-}
-
-fn stage_put(q: FragA, f: u32, h: u32) {
-    let at = stage_at(f, h);
-    let stride = 16u;
-    coopStoreT(q, &st_sh[at], stride);
-}
-
-fn stage_a(g: u32, d: u32, h: u32) -> FragA {
-    let at = stage_at(4u * WM * d + g, h);
-    let stride = 16u;
-    return coopLoadT<FragA>(&st_sh[at], stride);
-}
-
-fn stage_b(c: u32, d: u32, h: u32) -> FragB {
-    let at = stage_at(4u * WM * STAGE + 4u * WN * d + c, h);
-    let stride = 16u;
-    return coopLoad<FragB>(&st_sh[at], stride);
-}
-
-// gemm_coop_tile's blocks with the workgroup's operands staged in workgroup memory, STAGE
-// steps at a time: each subgroup fetches its share of the next stage's fragments from the
-// buffers while it multiplies this stage's, then stores them to the other half. Subgroup
-// sg fetches x's fragments sg, sg + S, … (S subgroups; FA of them, at most 4) and W's
-// alike (FB); a share past the last fragment fetches and stores the last again (the same
-// values to the same place: cooperative operations must not sit in branches that differ
-// between subgroups).
-fn gemm_staged_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    let r0w = wid.y * 32u * WM;
-    let j0w = wid.x * 64u * WN;
-    let r0 = r0w + 32u * (sg / WN);
-    let j0 = j0w + 64u * (sg % WN);
-    let ga = 4u * (sg / WN);
-    let gb = 4u * (sg % WN);
-    let zero = zero_acc(lid);
-    var c00 = zero;
-    var c01 = zero;
-    var c02 = zero;
-    var c03 = zero;
-    var c10 = zero;
-    var c11 = zero;
-    var c12 = zero;
-    var c13 = zero;
-    let s = WM * WN;
-    let na = STAGE * 4u * WM;
-    let nb = STAGE * 4u * WN;
-    let fa = (na + s - 1u) / s;
-    let fb = (nb + s - 1u) / s;
-    let a0 = sg;
-    let a1 = min(sg + s, na - 1u);
-    let a2 = min(sg + 2u * s, na - 1u);
-    let a3 = min(sg + 3u * s, na - 1u);
-    let b0i = min(sg, nb - 1u);
-    let b1i = min(sg + s, nb - 1u);
-    let b2i = min(sg + 2u * s, nb - 1u);
-    let b3i = min(sg + 3u * s, nb - 1u);
-    let stages = (p.k16 / 16u + STAGE - 1u) / STAGE;
-    var qa0 = fetch_a(a0, 0u, r0w);
-    var qa1 = fetch_a(a1, 0u, r0w);
-    var qa2 = fetch_a(a2, 0u, r0w);
-    var qa3 = fetch_a(a3, 0u, r0w);
-    var qb0 = fetch_b(b0i, 0u, j0w);
-    var qb1 = fetch_b(b1i, 0u, j0w);
-    var qb2 = fetch_b(b2i, 0u, j0w);
-    var qb3 = fetch_b(b3i, 0u, j0w);
-    for (var t = 0u; t <= stages; t = t + 1u) {
-        let h = t % 2u;
-        if (t > 0u) {
-            // Stage t − 1, from half 1 − h, while stage t's loads are in flight.
-            let k0 = 16u * STAGE * (t - 1u);
-            let hp = 1u - h;
-            // paste: gemm_stage_step.wgsl, $d = 0u, $h = hp
-            // paste: gemm_stage_step.wgsl, $d = 1u, $h = hp
-        }
-        if (t < stages) {
-            stage_put(qa0, a0, h);
-            if (fa > 1u) {
-                stage_put(qa1, a1, h);
-            }
-            if (fa > 2u) {
-                stage_put(qa2, a2, h);
-                stage_put(qa3, a3, h);
-            }
-            stage_put(qb0, na + b0i, h);
-            if (fb > 1u) {
-                stage_put(qb1, na + b1i, h);
-            }
-            if (fb > 2u) {
-                stage_put(qb2, na + b2i, h);
-                stage_put(qb3, na + b3i, h);
-            }
-        }
-        workgroupBarrier();
-        if (t + 1u < stages) {
-            let k1 = 16u * STAGE * (t + 1u);
-            qa0 = fetch_a(a0, k1, r0w);
-            qa1 = fetch_a(a1, k1, r0w);
-            qa2 = fetch_a(a2, k1, r0w);
-            qa3 = fetch_a(a3, k1, r0w);
-            qb0 = fetch_b(b0i, k1, j0w);
-            qb1 = fetch_b(b1i, k1, j0w);
-            qb2 = fetch_b(b2i, k1, j0w);
-            qb3 = fetch_b(b3i, k1, j0w);
-        }
-    }
-    emit_block(c00, c01, c02, c03, c10, c11, c12, c13, sg, lane, r0, j0, scaled);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_staged(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_staged_tile(lid, wid, false);
-}
-
-@compute @workgroup_size(32 * WM * WN)
-fn gemm_staged_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemm_staged_tile(lid, wid, true);
 }
 
 @compute @workgroup_size(32 * WM * WN)

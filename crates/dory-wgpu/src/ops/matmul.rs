@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use dory::config::GROUP;
 
-use crate::kernels::{dtype_index, Coop, Stage};
+use crate::kernels::{dtype_index, Coop};
 use crate::model::Matrix;
 use crate::ops::{residual, row_batches};
 use crate::record::{groups_for, Bind, Recorder, Store};
@@ -179,12 +179,9 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
-            match (slices(rec, w.k, rows, part.rows), o.coop_stage) {
-                (1, Some(Stage { steps, tile: (wm, wn) })) => {
-                    format!("gemm_staged ({wm}×{wn} subgroups, {steps} steps a stage)")
-                }
-                (1, None) => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
-                (n, _) => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
+            match slices(rec, w.k, rows, part.rows) {
+                1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
+                n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
         }
         None => "gemm".into(),
@@ -323,10 +320,10 @@ fn tensor_cores(
     input: Input,
 ) {
     let o = rec.dev().kernels.options;
+    let (wm, wn) = o.coop_tile;
     let k16 = w.k.next_multiple_of(16);
-    // Whole tiles of rows, which the GEMM reads (its workgroups' rows, either kernel's).
-    let most_wm = o.coop_tile.0.max(o.coop_stage.map_or(1, |s| s.tile.0));
-    let halves = rows.next_multiple_of(32 * most_wm as usize) * k16;
+    // Whole tiles of rows, which the GEMM reads.
+    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
     let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
         Ok(b) => b,
         Err(e) => return rec.fail(e),
@@ -340,10 +337,9 @@ fn tensor_cores(
     cut(rec, coop, w.k, (x, xr0), rows, input, layout);
     for part in &w.parts {
         let n = slices(rec, w.k, rows, part.rows);
-        let (kernels, (wm, wn)) = match (n, coop.staged, o.coop_stage) {
-            (1, Some(staged), Some(stage)) => (staged, stage.tile),
-            (1, ..) => (coop.gemm, o.coop_tile),
-            (n, ..) => (coop.sliced[usize::from(n == 4)], (1, 1)),
+        let kernels = match n {
+            1 => coop.gemm,
+            n => coop.sliced[usize::from(n == 4)],
         };
         let kernel = kernels[usize::from(scale.is_some())];
         let tile_rows = 32 * wm as usize;
