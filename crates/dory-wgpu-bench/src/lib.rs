@@ -114,18 +114,15 @@ pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
 /// Where the tensor-core GEMM's step (8 fragments, 16 products) can take its fragments
 /// from (`peak_steps.wgsl`), as multiply-adds × 2 per second: held in registers, loaded
 /// every step from workgroup memory, from the buffer (cache-hot), and staged through
-/// workgroup memory one, two and three steps a stage. None where the device runs no
-/// cooperative matrices.
-pub fn step_rates(dev: &Arc<GpuDevice>) -> dory::Result<Option<[f64; 6]>> {
+/// workgroup memory every step. None where the device runs no cooperative matrices.
+pub fn step_rates(dev: &Arc<GpuDevice>) -> dory::Result<Option<[f64; 4]>> {
     if !dev.caps.coop {
         return Ok(None);
     }
-    let operands: Vec<u8> = (0..3 * 8192).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
-    let settings = [(0, 1), (1, 1), (2, 1), (3, 1), (3, 2), (3, 3)];
-    let mut rates = [0.0; 6];
-    for (rate, (from, depth)) in rates.iter_mut().zip(settings) {
-        let constants = [("FROM", f64::from(from)), ("DEPTH", f64::from(depth))];
-        *rate = probe_rate(dev, &STEPS_PROBE, &operands, 4 * (16384 + 256), &constants)?;
+    let operands: Vec<u8> = (0..8192).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
+    let mut rates = [0.0; 4];
+    for (from, rate) in rates.iter_mut().enumerate() {
+        *rate = probe_rate(dev, &STEPS_PROBE, &operands, 4 * (16384 + 256), &[("FROM", from as f64)])?;
     }
     Ok(Some(rates))
 }
@@ -147,9 +144,9 @@ struct Probe {
 
 /// 8 products of 16³ a subgroup, 4 subgroups a workgroup.
 const TENSOR_PROBE: Probe = Probe { source: include_str!("peak.wgsl"), iters: 256, per_iter: 4.0 * 8.0 * 2.0 * 4096.0 };
-/// 16 products of 16³ a subgroup, 4 subgroups a workgroup (ITERS a multiple of every DEPTH).
+/// 16 products of 16³ a subgroup, 4 subgroups a workgroup.
 const STEPS_PROBE: Probe =
-    Probe { source: include_str!("peak_steps.wgsl"), iters: 252, per_iter: 4.0 * 16.0 * 2.0 * 4096.0 };
+    Probe { source: include_str!("peak_steps.wgsl"), iters: 256, per_iter: 4.0 * 16.0 * 2.0 * 4096.0 };
 /// 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
 const FMA_PROBE: Probe =
     Probe { source: include_str!("peak_f32.wgsl"), iters: 1024, per_iter: 256.0 * 8.0 * 4.0 * 2.0 };
@@ -307,8 +304,7 @@ mod tests {
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
         let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        let steps = [(0.0, 1.0), (1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (3.0, 3.0)]
-            .map(|(from, depth)| ("peak_steps.wgsl", STEPS_PROBE, vec![("FROM", from), ("DEPTH", depth)]));
+        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE, vec![("FROM", from)]));
         let probes =
             [("peak.wgsl", TENSOR_PROBE, vec![]), ("peak_f32.wgsl", FMA_PROBE, vec![])].into_iter().chain(steps);
         for (name, probe, extra) in probes {

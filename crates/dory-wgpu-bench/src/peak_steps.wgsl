@@ -5,10 +5,12 @@
 // FROM = 0: loaded once, held (the products' own ceiling in this shape);
 // FROM = 1: loaded every step from workgroup memory, filled once;
 // FROM = 2: loaded every step from the buffer (a few KiB every workgroup reads: cache-hot);
-// FROM = 3: staged, as a GEMM staging its operands would, DEPTH steps a stage: each
-//           subgroup loads four of each step's 16 fragments from the buffer and stores them
-//           to workgroup memory (one of two halves, by the stage's parity), a barrier, then
-//           every subgroup loads its eight a step from there.
+// FROM = 3: staged every step, as a GEMM staging its operands would: each subgroup loads
+//           four of the step's 16 fragments from the buffer and stores them to workgroup
+//           memory (one of two halves, by the step's parity), a barrier, then every
+//           subgroup loads its eight from there.
+// (A loop over several steps a stage inside the loop over stages ran every form slower,
+// the buffer's 1.35×: bench/logs/h200-2026-12-03i/call-2.)
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16,13 +18,12 @@ enable wgpu_cooperative_matrix;
 // Set by the benchmark (lib.rs), which counts the operations by it.
 override ITERS: u32;
 override FROM: u32;
-override DEPTH: u32 = 1u;
 
 @group(0) @binding(0) var<storage, read> a: array<f16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
-// Two halves of DEPTH steps' 16 fragments of 256 halves.
-var<workgroup> sh: array<f16, 8192u * DEPTH>;
+// Two halves of 16 fragments of 256 halves.
+var<workgroup> sh: array<f16, 8192>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -34,9 +35,9 @@ fn put(t: Acc, i: u32) {
     coopStoreT(t, &out[at], stride);
 }
 
-// Fragment f (0 … 16 DEPTH − 1) of half `half`: from the buffer or workgroup memory.
+// Fragment f (0 … 15) of half `half`: from the buffer or workgroup memory.
 fn frag_a(f: u32, half: u32) -> FragA {
-    let at = 256u * f + 4096u * DEPTH * half;
+    let at = 256u * f + 4096u * half;
     let stride = 16u;
     if (FROM == 2u) {
         return coopLoadT<FragA>(&a[at], stride);
@@ -45,7 +46,7 @@ fn frag_a(f: u32, half: u32) -> FragA {
 }
 
 fn frag_b(f: u32, half: u32) -> FragB {
-    let at = 256u * f + 4096u * DEPTH * half;
+    let at = 256u * f + 4096u * half;
     let stride = 16u;
     if (FROM == 2u) {
         return coopLoadT<FragB>(&a[at], stride);
@@ -53,10 +54,10 @@ fn frag_b(f: u32, half: u32) -> FragB {
     return coopLoadT<FragB>(&sh[at], stride);
 }
 
-// FROM = 3: the subgroup's four fragments of step d into its half of workgroup memory.
-fn stage(sg: u32, d: u32, half: u32) {
+// FROM = 3: the subgroup's four fragments of the step into its half of workgroup memory.
+fn stage(sg: u32, half: u32) {
     let stride = 16u;
-    let s0 = 256u * (4u * sg) + 4096u * (d + DEPTH * half);
+    let s0 = 256u * (4u * sg) + 4096u * half;
     let f0 = coopLoadT<FragA>(&a[s0], stride);
     let f1 = coopLoadT<FragA>(&a[s0 + 256u], stride);
     let f2 = coopLoadT<FragA>(&a[s0 + 512u], stride);
@@ -74,7 +75,7 @@ fn stage(sg: u32, d: u32, half: u32) {
 fn peak(@builtin(local_invocation_index) lid: u32) {
     let sg = lid / 32u;
     // Workgroup memory from the buffer once (both halves).
-    for (var e = lid; e < 8192u * DEPTH; e = e + 128u) {
+    for (var e = lid; e < 8192u; e = e + 128u) {
         sh[e] = a[e];
     }
     workgroupBarrier();
@@ -100,35 +101,30 @@ fn peak(@builtin(local_invocation_index) lid: u32) {
     var b1 = frag_b(rb + 1u, 0u);
     var b2 = frag_b(rb + 2u, 0u);
     var b3 = frag_b(rb + 3u, 0u);
-    for (var i = 0u; i < ITERS; i = i + DEPTH) {
-        let half = (i / DEPTH) % 2u;
+    for (var i = 0u; i < ITERS; i = i + 1u) {
+        let half = i % 2u;
         if (FROM == 3u) {
-            for (var d = 0u; d < DEPTH; d = d + 1u) {
-                stage(sg, d, half);
-            }
+            stage(sg, half);
             workgroupBarrier();
         }
-        for (var d = 0u; d < DEPTH; d = d + 1u) {
-            if (FROM != 0u) {
-                let f = 16u * d;
-                h0 = frag_a(f + ra, half);
-                l0 = frag_a(f + ra + 1u, half);
-                h1 = frag_a(f + ra + 2u, half);
-                l1 = frag_a(f + ra + 3u, half);
-                b0 = frag_b(f + rb, half);
-                b1 = frag_b(f + rb + 1u, half);
-                b2 = frag_b(f + rb + 2u, half);
-                b3 = frag_b(f + rb + 3u, half);
-            }
-            c00 = coopMultiplyAdd(l0, b0, coopMultiplyAdd(h0, b0, c00));
-            c01 = coopMultiplyAdd(l0, b1, coopMultiplyAdd(h0, b1, c01));
-            c02 = coopMultiplyAdd(l0, b2, coopMultiplyAdd(h0, b2, c02));
-            c03 = coopMultiplyAdd(l0, b3, coopMultiplyAdd(h0, b3, c03));
-            c10 = coopMultiplyAdd(l1, b0, coopMultiplyAdd(h1, b0, c10));
-            c11 = coopMultiplyAdd(l1, b1, coopMultiplyAdd(h1, b1, c11));
-            c12 = coopMultiplyAdd(l1, b2, coopMultiplyAdd(h1, b2, c12));
-            c13 = coopMultiplyAdd(l1, b3, coopMultiplyAdd(h1, b3, c13));
+        if (FROM != 0u) {
+            h0 = frag_a(ra, half);
+            l0 = frag_a(ra + 1u, half);
+            h1 = frag_a(ra + 2u, half);
+            l1 = frag_a(ra + 3u, half);
+            b0 = frag_b(rb, half);
+            b1 = frag_b(rb + 1u, half);
+            b2 = frag_b(rb + 2u, half);
+            b3 = frag_b(rb + 3u, half);
         }
+        c00 = coopMultiplyAdd(l0, b0, coopMultiplyAdd(h0, b0, c00));
+        c01 = coopMultiplyAdd(l0, b1, coopMultiplyAdd(h0, b1, c01));
+        c02 = coopMultiplyAdd(l0, b2, coopMultiplyAdd(h0, b2, c02));
+        c03 = coopMultiplyAdd(l0, b3, coopMultiplyAdd(h0, b3, c03));
+        c10 = coopMultiplyAdd(l1, b0, coopMultiplyAdd(h1, b0, c10));
+        c11 = coopMultiplyAdd(l1, b1, coopMultiplyAdd(h1, b1, c11));
+        c12 = coopMultiplyAdd(l1, b2, coopMultiplyAdd(h1, b2, c12));
+        c13 = coopMultiplyAdd(l1, b3, coopMultiplyAdd(h1, b3, c13));
     }
     put(c00, 0u);
     put(c01, 1u);

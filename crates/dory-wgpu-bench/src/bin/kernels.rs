@@ -58,8 +58,8 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let steps = bench::step_rates(dev).map_err(err)?;
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
-        "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, s1, s2, s3]|
-            json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": s1, "staged_2": s2, "staged_3": s3}))});
+        "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
+            json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
     let config = match (arg("--model"), arg("--config")) {
         (Some(dir), _) => {
             let (bytes, dispatches) = per_token(dev, &dir)?;
