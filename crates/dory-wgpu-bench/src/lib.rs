@@ -127,6 +127,13 @@ pub fn step_rates(dev: &Arc<GpuDevice>) -> dory::Result<Option<[f64; 4]>> {
     Ok(Some(rates))
 }
 
+/// Bytes per second read from the L2 cache (`peak_l2.wgsl`): the ceiling of the
+/// tensor-core GEMM's fragment reads.
+pub fn l2_bandwidth(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
+    let operands: Vec<u8> = (0..16u32 << 20).map(|i| (i * 37 % 251) as u8).collect();
+    probe_rate(dev, &L2_PROBE, &operands, 4096, &[])
+}
+
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
@@ -147,6 +154,8 @@ const TENSOR_PROBE: Probe = Probe { source: include_str!("peak.wgsl"), iters: 25
 /// 16 products of 16³ a subgroup, 4 subgroups a workgroup.
 const STEPS_PROBE: Probe =
     Probe { source: include_str!("peak_steps.wgsl"), iters: 256, per_iter: 4.0 * 16.0 * 2.0 * 4096.0 };
+/// 64 KiB read a workgroup.
+const L2_PROBE: Probe = Probe { source: include_str!("peak_l2.wgsl"), iters: 64, per_iter: 65536.0 };
 /// 8 vec4 multiply-adds an invocation, 256 invocations a workgroup.
 const FMA_PROBE: Probe =
     Probe { source: include_str!("peak_f32.wgsl"), iters: 1024, per_iter: 256.0 * 8.0 * 4.0 * 2.0 };

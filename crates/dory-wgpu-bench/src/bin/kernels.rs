@@ -56,7 +56,8 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let (tensor, fma) = (bench::tensor_peak(dev).map_err(err)?, bench::fma_peak(dev).map_err(err)?);
     let steps = bench::step_rates(dev).map_err(err)?;
-    let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth,
+    let l2 = bench::l2_bandwidth(dev).map_err(err)?;
+    let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
             json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
