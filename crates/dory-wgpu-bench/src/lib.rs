@@ -134,6 +134,24 @@ pub fn l2_bandwidth(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
     probe_rate(dev, &L2_PROBE, &operands, 4096, &[])
 }
 
+/// Seconds one barrier across `groups` resident workgroups costs when they meet through a
+/// counter in memory (`grid_sync.wgsl`): the wall time of 2001 rounds less that of one,
+/// over 2000 (medians of 3 runs each). Against `dispatch_cost`: what a kernel that runs
+/// several stages in one dispatch pays between them instead.
+pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
+    let time = |rounds: u32| -> dory::Result<f64> {
+        let count = Store::new(dev, 256, "grid sync counter")?;
+        let constants = [("ITERS", f64::from(rounds)), ("GROUPS", f64::from(groups))];
+        let (pipeline, group) = probe_pipeline(dev, include_str!("grid_sync.wgsl"), &constants, &[&count])?;
+        let mut times =
+            (0..4).map(|_| run_groups(dev, &pipeline, &group, groups)).collect::<dory::Result<Vec<f64>>>()?;
+        times.remove(0);
+        times.sort_by(f64::total_cmp);
+        Ok(times[1])
+    };
+    Ok((time(2001)? - time(1)?) / 2000.0)
+}
+
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
@@ -175,55 +193,76 @@ fn probe_rate(
 ) -> dory::Result<f64> {
     let constants: Vec<(&str, f64)> =
         [("ITERS", f64::from(probe.iters))].into_iter().chain(constants.iter().copied()).collect();
+    let a = Store::with_data(dev, operands, "peak operands")?;
+    let out = Store::new(dev, out_bytes, "peak sums")?;
+    let (pipeline, group) = probe_pipeline(dev, probe.source, &constants, &[&a, &out])?;
+    let mut groups = 16;
+    while groups < MAX_GROUPS && run_groups(dev, &pipeline, &group, groups)? < 0.05 {
+        groups = (groups * 4).min(MAX_GROUPS);
+    }
+    let mut times = (0..5).map(|_| run_groups(dev, &pipeline, &group, groups)).collect::<dory::Result<Vec<f64>>>()?;
+    times.sort_by(f64::total_cmp);
+    Ok(f64::from(groups) * f64::from(probe.iters) * probe.per_iter / times[2])
+}
+
+/// A probe's pipeline (entry point `peak`, its overrides set to `constants`) and its bind
+/// group, `buffers` bound in order from 0.
+fn probe_pipeline(
+    dev: &Arc<GpuDevice>,
+    source: &str,
+    constants: &[(&str, f64)],
+    buffers: &[&Arc<Store>],
+) -> dory::Result<(wgpu::ComputePipeline, wgpu::BindGroup)> {
     let device = &dev.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("peak"),
-        source: wgpu::ShaderSource::Wgsl(probe.source.into()),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("peak"),
         layout: None,
         module: &module,
         entry_point: Some("peak"),
-        compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
+        compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
         cache: None,
     });
-    let a = Store::with_data(dev, operands, "peak operands")?;
-    let out = Store::new(dev, out_bytes, "peak sums")?;
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.buffer.as_entire_binding() })
+        .collect();
     let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry { binding: 0, resource: a.buffer.as_entire_binding() },
-            wgpu::BindGroupEntry { binding: 1, resource: out.buffer.as_entire_binding() },
-        ],
+        entries: &entries,
     });
     if let Some(e) = pollster::block_on(scope.pop()) {
         return Err(gpu_err(format!("a peak probe does not build: {e}")));
     }
-    let run = |groups: u32| -> dory::Result<f64> {
-        let t0 = Instant::now();
-        let mut enc = device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(groups, 1, 1);
-        }
-        dev.queue.submit([enc.finish()]);
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
-        Ok(t0.elapsed().as_secs_f64())
-    };
-    let mut groups = 16;
-    while groups < MAX_GROUPS && run(groups)? < 0.05 {
-        groups = (groups * 4).min(MAX_GROUPS);
+    Ok((pipeline, group))
+}
+
+/// Wall seconds of one dispatch of `groups` workgroups, submitted and waited for.
+fn run_groups(
+    dev: &Arc<GpuDevice>,
+    pipeline: &wgpu::ComputePipeline,
+    group: &wgpu::BindGroup,
+    groups: u32,
+) -> dory::Result<f64> {
+    let t0 = Instant::now();
+    let mut enc = dev.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, &[]);
+        pass.dispatch_workgroups(groups, 1, 1);
     }
-    let mut times = (0..5).map(|_| run(groups)).collect::<dory::Result<Vec<f64>>>()?;
-    times.sort_by(f64::total_cmp);
-    Ok(f64::from(groups) * f64::from(probe.iters) * probe.per_iter / times[2])
+    dev.queue.submit([enc.finish()]);
+    dev.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+    Ok(t0.elapsed().as_secs_f64())
 }
 
 /// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
@@ -308,21 +347,26 @@ mod tests {
     use naga::back::PipelineConstants;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
 
-    use super::{FMA_PROBE, STEPS_PROBE, TENSOR_PROBE};
+    use super::{FMA_PROBE, L2_PROBE, STEPS_PROBE, TENSOR_PROBE};
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
         let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE, vec![("FROM", from)]));
-        let probes =
-            [("peak.wgsl", TENSOR_PROBE, vec![]), ("peak_f32.wgsl", FMA_PROBE, vec![])].into_iter().chain(steps);
-        for (name, probe, extra) in probes {
-            let module = naga::front::wgsl::parse_str(probe.source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE.source, vec![("FROM", from)]));
+        let probes = [
+            ("peak.wgsl", TENSOR_PROBE.source, vec![]),
+            ("peak_f32.wgsl", FMA_PROBE.source, vec![]),
+            ("peak_l2.wgsl", L2_PROBE.source, vec![]),
+            ("grid_sync.wgsl", include_str!("grid_sync.wgsl"), vec![("GROUPS", 132.0)]),
+        ]
+        .into_iter()
+        .chain(steps);
+        for (name, source, extra) in probes {
+            let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {e}"));
             let info = Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let mut constants: PipelineConstants =
-                [("ITERS".to_string(), f64::from(probe.iters))].into_iter().collect();
+            let mut constants: PipelineConstants = [("ITERS".to_string(), 8.0)].into_iter().collect();
             constants.extend(extra.iter().map(|&(k, v)| (k.to_string(), v)));
             let stage = Some((naga::ShaderStage::Compute, "peak"));
             let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, stage, &constants)

@@ -57,7 +57,10 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let (tensor, fma) = (bench::tensor_peak(dev).map_err(err)?, bench::fma_peak(dev).map_err(err)?);
     let steps = bench::step_rates(dev).map_err(err)?;
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
+    // One workgroup an SM of the H200 (132), and two.
+    let sync = [132, 264].map(|g| bench::grid_sync_cost(dev, g).map(|s| json!({"groups": g, "s": s})).map_err(err));
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
+        "grid_sync": sync.into_iter().collect::<Result<Vec<_>, _>>()?,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
             json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
