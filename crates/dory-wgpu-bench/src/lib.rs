@@ -152,6 +152,64 @@ pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
     Ok((time(2001)? - time(1)?) / 2000.0)
 }
 
+/// A decoded row's MLP of the larger config's shape (f16, D = 2048, F = 5632) as two
+/// dispatches and as one whose `groups` resident workgroups meet between its stages
+/// (`mlp_fused.wgsl`): wall seconds of each (the median of 3 submissions of 100), and the
+/// largest difference between their outputs (the same arithmetic: 0 if both ran right).
+pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<(f64, f64, f32)> {
+    let (d, f) = (2048usize, 5632usize);
+    let halves = |n: usize, seed: usize| -> Vec<u8> {
+        (0..n).flat_map(|i| half::f16::from_f32(((i * 37 + seed) % 251) as f32 / 4096.0 - 0.03).to_le_bytes()).collect()
+    };
+    let gu = Store::with_data(dev, &halves(2 * f * d, 1), "mlp gate|up")?;
+    let down = Store::with_data(dev, &halves(d * f, 2), "mlp down")?;
+    let x: Vec<u8> = (0..d).flat_map(|i| (((i % 7) as f32 - 3.0) / 64.0).to_le_bytes()).collect();
+    let x = Store::with_data(dev, &x, "mlp x")?;
+    let (m, count) = (Store::new(dev, 4 * f as u64, "mlp m")?, Store::new(dev, 256, "mlp counter")?);
+    let outs = [Store::new(dev, 4 * d as u64, "mlp out")?, Store::new(dev, 4 * d as u64, "mlp out")?];
+    let g = ("GROUPS", f64::from(groups));
+    let source = include_str!("mlp_fused.wgsl");
+    let two = [0.0, 1.0].map(|stage| [g, ("FUSED", 0.0), ("STAGE", stage)]);
+    let mut pipes = vec![];
+    for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&[g, ("FUSED", 1.0)][..], &outs[1])] {
+        pipes.push(probe_pipeline(dev, source, constants, &[&gu, &down, &x, &m, out, &count])?);
+    }
+    let time = |which: &[usize]| -> dory::Result<f64> {
+        let mut times = vec![];
+        for _ in 0..4 {
+            let t0 = Instant::now();
+            let mut enc = dev.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                for _ in 0..100 {
+                    for &i in which {
+                        pass.set_pipeline(&pipes[i].0);
+                        pass.set_bind_group(0, &pipes[i].1, &[]);
+                        pass.dispatch_workgroups(groups, 1, 1);
+                    }
+                }
+            }
+            dev.queue.submit([enc.finish()]);
+            dev.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+            times.push(t0.elapsed().as_secs_f64() / 100.0);
+        }
+        times.remove(0);
+        times.sort_by(f64::total_cmp);
+        Ok(times[1])
+    };
+    let (split, fused) = (time(&[0, 1])?, time(&[2])?);
+    let mut rec = Recorder::new(dev.clone())?;
+    let mut read = |s: &Arc<Store>| -> dory::Result<Vec<f32>> {
+        Ok(rec.submit(Some((s, 4 * d as u64)))?.unwrap_or_default().into_iter().map(f32::from_bits).collect())
+    };
+    let (a, b) = (read(&outs[0])?, read(&outs[1])?);
+    let diff = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+    let diff = if a.iter().all(|v| *v == 0.0) || a.iter().any(|v| !v.is_finite()) { f32::NAN } else { diff };
+    Ok((split, fused, diff))
+}
+
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
@@ -351,13 +409,18 @@ mod tests {
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
-        let caps = Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
-        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE.source, vec![("FROM", from)]));
+        let caps = Capabilities::SHADER_FLOAT16
+            | Capabilities::COOPERATIVE_MATRIX
+            | Capabilities::SUBGROUP
+            | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+        let it = ("ITERS", 8.0);
+        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE.source, vec![it, ("FROM", from)]));
         let probes = [
-            ("peak.wgsl", TENSOR_PROBE.source, vec![]),
-            ("peak_f32.wgsl", FMA_PROBE.source, vec![]),
-            ("peak_l2.wgsl", L2_PROBE.source, vec![]),
-            ("grid_sync.wgsl", include_str!("grid_sync.wgsl"), vec![("GROUPS", 132.0)]),
+            ("peak.wgsl", TENSOR_PROBE.source, vec![it]),
+            ("peak_f32.wgsl", FMA_PROBE.source, vec![it]),
+            ("peak_l2.wgsl", L2_PROBE.source, vec![it]),
+            ("grid_sync.wgsl", include_str!("grid_sync.wgsl"), vec![it, ("GROUPS", 132.0)]),
+            ("mlp_fused.wgsl", include_str!("mlp_fused.wgsl"), vec![("GROUPS", 264.0), ("FUSED", 1.0)]),
         ]
         .into_iter()
         .chain(steps);
@@ -366,8 +429,7 @@ mod tests {
             let info = Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let mut constants: PipelineConstants = [("ITERS".to_string(), 8.0)].into_iter().collect();
-            constants.extend(extra.iter().map(|&(k, v)| (k.to_string(), v)));
+            let constants: PipelineConstants = extra.iter().map(|&(k, v)| (k.to_string(), v)).collect();
             let stage = Some((naga::ShaderStage::Compute, "peak"));
             let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, stage, &constants)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -59,7 +59,12 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
     // One workgroup an SM of the H200 (132), and two.
     let sync = [132, 264].map(|g| bench::grid_sync_cost(dev, g).map(|s| json!({"groups": g, "s": s})).map_err(err));
+    let mlp = [132, 264].map(|g| {
+        bench::mlp_fused(dev, g)
+            .map(|(split, fused, diff)| json!({"groups": g, "two_s": split, "fused_s": fused, "diff": diff}))
+    });
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
+        "mlp_fused": mlp.into_iter().collect::<dory::Result<Vec<_>>>().map_err(err)?,
         "grid_sync": sync.into_iter().collect::<Result<Vec<_>, _>>()?,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
