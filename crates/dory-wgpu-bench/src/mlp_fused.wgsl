@@ -2,8 +2,9 @@
 // GROUPS workgroups of 8 subgroups, one row of W to a subgroup at a time) run two ways, to
 // measure what a kernel of several stages in one dispatch could gain over a dispatch a stage:
 // FUSED = 0: one stage a dispatch (STAGE 0 or 1), as the engine runs them;
+// (the shape is fixed: D = 2048 and F = 5632, a lane's pieces named for it)
 // FUSED = 1: both stages in one dispatch, the workgroups meeting between them through a
-//            counter (grid_sync.wgsl's barrier), each subgroup's first pieces of its first
+//            counter (grid_sync.wgsl's barrier), each subgroup's first half of its first
 //            down row loaded before it waits.
 // Not the engine's kernels (those read W in tiles, with the residual fused): a pair of
 // plain kernels against the same pair fused.
@@ -12,8 +13,8 @@ override GROUPS: u32;
 override FUSED: u32;
 override STAGE: u32 = 0u;
 // The model's shape: x of D, F gate and F up rows.
-override D: u32 = 2048u;
-override F: u32 = 5632u;
+const D: u32 = 2048u;
+const F: u32 = 5632u;
 
 @group(0) @binding(0) var<storage, read> gu: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> down: array<vec4<u32>>;
@@ -22,9 +23,6 @@ override F: u32 = 5632u;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> count: array<atomic<u32>>;
 
-// Pieces of 8 halves each lane has in flight.
-const AHEAD: u32 = 8u;
-
 // Piece p (8 weights) against 8 inputs from v (vec4s 2p and 2p + 1).
 fn dot8(w: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
     let lo = vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
@@ -32,77 +30,90 @@ fn dot8(w: vec4<u32>, a: vec4<f32>, b: vec4<f32>) -> f32 {
     return dot(lo, a) + dot(hi, b);
 }
 
-// Row r of gate|up against x, this lane's share (lane, lane + 32, …), AHEAD pieces in flight.
-fn gu_row(r: u32, lane: u32) -> f32 {
+fn dx(w: vec4<u32>, p: u32) -> f32 {
+    return dot8(w, x[2u * p], x[2u * p + 1u]);
+}
+
+fn dm(w: vec4<u32>, p: u32) -> f32 {
+    return dot8(w, m[2u * p], m[2u * p + 1u]);
+}
+
+// Gate row i and up row i against x (D = 2048: 8 pieces a lane each), all 16 of a lane's
+// pieces in flight at once (named: an array indexed in a loop went to memory on the H200).
+fn glu_out(i: u32, lane: u32) -> f32 {
     let n = D / 8u;
-    var acc = 0.0;
-    for (var p0 = lane; p0 < n; p0 = p0 + 32u * AHEAD) {
-        var w: array<vec4<u32>, 8>;
-        for (var k = 0u; k < AHEAD; k = k + 1u) {
-            w[k] = gu[r * n + min(p0 + 32u * k, n - 1u)];
-        }
-        for (var k = 0u; k < AHEAD; k = k + 1u) {
-            let p = p0 + 32u * k;
-            if (p < n) {
-                acc += dot8(w[k], x[2u * p], x[2u * p + 1u]);
-            }
-        }
-    }
-    return subgroupAdd(acc);
+    let g = i * n + lane;
+    let u = (F + i) * n + lane;
+    let g0 = gu[g];
+    let g1 = gu[g + 32u];
+    let g2 = gu[g + 64u];
+    let g3 = gu[g + 96u];
+    let g4 = gu[g + 128u];
+    let g5 = gu[g + 160u];
+    let g6 = gu[g + 192u];
+    let g7 = gu[g + 224u];
+    let u0 = gu[u];
+    let u1 = gu[u + 32u];
+    let u2 = gu[u + 64u];
+    let u3 = gu[u + 96u];
+    let u4 = gu[u + 128u];
+    let u5 = gu[u + 160u];
+    let u6 = gu[u + 192u];
+    let u7 = gu[u + 224u];
+    let a = dx(g0, lane) + dx(g1, lane + 32u) + dx(g2, lane + 64u) + dx(g3, lane + 96u)
+        + dx(g4, lane + 128u) + dx(g5, lane + 160u) + dx(g6, lane + 192u) + dx(g7, lane + 224u);
+    let b = dx(u0, lane) + dx(u1, lane + 32u) + dx(u2, lane + 64u) + dx(u3, lane + 96u)
+        + dx(u4, lane + 128u) + dx(u5, lane + 160u) + dx(u6, lane + 192u) + dx(u7, lane + 224u);
+    let gs = subgroupAdd(a);
+    let us = subgroupAdd(b);
+    return gs / (1.0 + exp(-gs)) * us;
 }
 
-// Row r of down against m, the first AHEAD pieces given (loaded early).
-fn down_row(r: u32, lane: u32, first: array<vec4<u32>, 8>) -> f32 {
-    let n = F / 8u;
-    var acc = 0.0;
-    var w = first;
-    for (var p0 = lane; p0 < n; p0 = p0 + 32u * AHEAD) {
-        if (p0 != lane) {
-            for (var k = 0u; k < AHEAD; k = k + 1u) {
-                w[k] = down[r * n + min(p0 + 32u * k, n - 1u)];
-            }
-        }
-        for (var k = 0u; k < AHEAD; k = k + 1u) {
-            let p = p0 + 32u * k;
-            if (p < n) {
-                acc += dot8(w[k], m[2u * p], m[2u * p + 1u]);
-            }
-        }
-    }
-    return subgroupAdd(acc);
+// Half a down row (F = 5632: 11 of a lane's 22 pieces), its pieces from p0 on.
+struct Half {
+    w0: vec4<u32>,
+    w1: vec4<u32>,
+    w2: vec4<u32>,
+    w3: vec4<u32>,
+    w4: vec4<u32>,
+    w5: vec4<u32>,
+    w6: vec4<u32>,
+    w7: vec4<u32>,
+    w8: vec4<u32>,
+    w9: vec4<u32>,
+    w10: vec4<u32>,
 }
 
-fn first_pieces(r: u32, lane: u32) -> array<vec4<u32>, 8> {
-    let n = F / 8u;
-    var w: array<vec4<u32>, 8>;
-    for (var k = 0u; k < AHEAD; k = k + 1u) {
-        w[k] = down[min(r, D - 1u) * n + min(lane + 32u * k, n - 1u)];
-    }
-    return w;
+fn half_row(r: u32, p0: u32) -> Half {
+    let at = min(r, D - 1u) * (F / 8u) + p0;
+    return Half(down[at], down[at + 32u], down[at + 64u], down[at + 96u], down[at + 128u], down[at + 160u],
+        down[at + 192u], down[at + 224u], down[at + 256u], down[at + 288u], down[at + 320u]);
+}
+
+fn half_dot(h: Half, p0: u32) -> f32 {
+    return dm(h.w0, p0) + dm(h.w1, p0 + 32u) + dm(h.w2, p0 + 64u) + dm(h.w3, p0 + 96u) + dm(h.w4, p0 + 128u)
+        + dm(h.w5, p0 + 160u) + dm(h.w6, p0 + 192u) + dm(h.w7, p0 + 224u) + dm(h.w8, p0 + 256u)
+        + dm(h.w9, p0 + 288u) + dm(h.w10, p0 + 320u);
 }
 
 fn gate_up_stage(sg: u32, lane: u32) {
-    // Four rows of m (a vec4) to a subgroup at a time.
-    for (var i = sg; i < F / 4u; i = i + 8u * GROUPS) {
-        var v = vec4<f32>(0.0);
-        for (var c = 0u; c < 4u; c = c + 1u) {
-            let g = gu_row(4u * i + c, lane);
-            let u = gu_row(F + 4u * i + c, lane);
-            v[c] = g / (1.0 + exp(-g)) * u;
-        }
+    for (var i = sg; i < F; i = i + 8u * GROUPS) {
+        let v = glu_out(i, lane);
         if (lane == 0u) {
-            m[i] = v;
+            m[i / 4u][i % 4u] = v;
         }
     }
 }
 
-fn down_stage(sg: u32, lane: u32, first: array<vec4<u32>, 8>) {
-    var w = first;
+// Down's rows, the first one's first half given (loaded early).
+fn down_stage(sg: u32, lane: u32, first: Half) {
+    var h = first;
     for (var r = sg; r < D; r = r + 8u * GROUPS) {
         if (r != sg) {
-            w = first_pieces(r, lane);
+            h = half_row(r, lane);
         }
-        let s = down_row(r, lane, w);
+        let second = half_row(r, lane + 352u);
+        let s = subgroupAdd(half_dot(h, lane) + half_dot(second, lane + 352u));
         if (lane == 0u) {
             out[r] = s;
         }
@@ -118,12 +129,12 @@ fn peak(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         return;
     }
     if (FUSED == 0u) {
-        down_stage(sg, lane, first_pieces(sg, lane));
+        down_stage(sg, lane, half_row(sg, lane));
         return;
     }
     gate_up_stage(sg, lane);
-    // The first down row's first pieces in flight while the workgroups meet.
-    let first = first_pieces(sg, lane);
+    // The first down row's first half in flight while the workgroups meet.
+    let first = half_row(sg, lane);
     storageBarrier();
     if (lid == 0u) {
         let end = (atomicAdd(&count[0], 1u) / GROUPS + 1u) * GROUPS;
