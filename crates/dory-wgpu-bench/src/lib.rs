@@ -156,7 +156,11 @@ pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
 /// dispatches and as one whose `groups` resident workgroups meet between its stages
 /// (`mlp_fused.wgsl`): wall seconds of each (the median of 3 submissions of 100), and the
 /// largest difference between their outputs (the same arithmetic: 0 if both ran right).
-pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<(f64, f64, f32)> {
+/// None where the device has no subgroups (the probe reduces with them).
+pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64, f64, f32)>> {
+    if dev.caps.subgroup.is_none() {
+        return Ok(None);
+    }
     let (d, f) = (2048usize, 5632usize);
     let halves = |n: usize, seed: usize| -> Vec<u8> {
         (0..n).flat_map(|i| half::f16::from_f32(((i * 37 + seed) % 251) as f32 / 4096.0 - 0.03).to_le_bytes()).collect()
@@ -207,7 +211,7 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<(f64, f64, f
     let (a, b) = (read(&outs[0])?, read(&outs[1])?);
     let diff = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
     let diff = if a.iter().all(|v| *v == 0.0) || a.iter().any(|v| !v.is_finite()) { f32::NAN } else { diff };
-    Ok((split, fused, diff))
+    Ok(Some((split, fused, diff)))
 }
 
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
