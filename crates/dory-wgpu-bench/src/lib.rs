@@ -99,22 +99,12 @@ pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     Ok((gpu, cpu))
 }
 
-/// Multiply-adds × 2 per second that the tensor cores do through wgpu's cooperative
-/// matrices (f16 × f16 → f32, 16 × 16 × 16) when nothing waits on memory (`peak.wgsl`):
-/// the ceiling of the tensor-core GEMMs, which do two such products (x's hi and lo parts)
-/// for each of the model's. None where the device runs no cooperative matrices.
-pub fn tensor_peak(dev: &Arc<GpuDevice>) -> dory::Result<Option<f64>> {
-    if !dev.caps.coop {
-        return Ok(None);
-    }
-    let operands: Vec<u8> = (0..1536).flat_map(|_| half::f16::from_f32(1.0 / 64.0).to_le_bytes()).collect();
-    Ok(Some(probe_rate(dev, &TENSOR_PROBE, &operands, 4 * 2304, &[])?))
-}
-
-/// Where the tensor-core GEMM's step (8 fragments, 16 products) can take its fragments
-/// from (`peak_steps.wgsl`), as multiply-adds × 2 per second: held in registers, loaded
-/// every step from workgroup memory, from the buffer (cache-hot), and staged through
-/// workgroup memory every step. None where the device runs no cooperative matrices.
+/// Where the tensor-core GEMM's step (8 fragments, 16 products of f16 × f16 → f32) can
+/// take its fragments from (`peak_steps.wgsl`), as multiply-adds × 2 per second: held in
+/// registers (the tensor cores' ceiling in the GEMM's shape, nothing waiting on memory),
+/// loaded every step from workgroup memory, from the buffer (cache-hot), and staged
+/// through workgroup memory every step. None where the device runs no cooperative
+/// matrices.
 pub fn step_rates(dev: &Arc<GpuDevice>) -> dory::Result<Option<[f64; 4]>> {
     if !dev.caps.coop {
         return Ok(None);
@@ -142,7 +132,8 @@ pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
     let time = |rounds: u32| -> dory::Result<f64> {
         let count = Store::new(dev, 256, "grid sync counter")?;
         let constants = [("ITERS", f64::from(rounds)), ("GROUPS", f64::from(groups))];
-        let (pipeline, group) = probe_pipeline(dev, include_str!("grid_sync.wgsl"), &constants, &[&count])?;
+        let (pipeline, group) =
+            probe_pipeline(dev, &with_grid_barrier(include_str!("grid_sync.wgsl")), &constants, &[&count])?;
         let mut times =
             (0..4).map(|_| run_groups(dev, &pipeline, &group, groups)).collect::<dory::Result<Vec<f64>>>()?;
         times.remove(0);
@@ -150,6 +141,11 @@ pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
         Ok(times[1])
     };
     Ok((time(2001)? - time(1)?) / 2000.0)
+}
+
+/// A probe's text with grid_barrier.wgsl appended.
+fn with_grid_barrier(source: &str) -> String {
+    format!("{source}\n{}", include_str!("grid_barrier.wgsl"))
 }
 
 /// A decoded row's MLP of the larger config's shape (f16, D = 2048, F = 5632) as two
@@ -172,7 +168,7 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64,
     let (m, count) = (Store::new(dev, 4 * f as u64, "mlp m")?, Store::new(dev, 256, "mlp counter")?);
     let outs = [Store::new(dev, 4 * d as u64, "mlp out")?, Store::new(dev, 4 * d as u64, "mlp out")?];
     let g = ("GROUPS", f64::from(groups));
-    let source = include_str!("mlp_fused.wgsl");
+    let source = &with_grid_barrier(include_str!("mlp_fused.wgsl"));
     let two = [0.0, 1.0].map(|stage| [g, ("FUSED", 0.0), ("STAGE", stage)]);
     let mut pipes = vec![];
     for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&[g, ("FUSED", 1.0)][..], &outs[1])] {
@@ -229,8 +225,6 @@ struct Probe {
     per_iter: f64,
 }
 
-/// 8 products of 16³ a subgroup, 4 subgroups a workgroup.
-const TENSOR_PROBE: Probe = Probe { source: include_str!("peak.wgsl"), iters: 256, per_iter: 4.0 * 8.0 * 2.0 * 4096.0 };
 /// 16 products of 16³ a subgroup, 4 subgroups a workgroup.
 const STEPS_PROBE: Probe =
     Probe { source: include_str!("peak_steps.wgsl"), iters: 256, per_iter: 4.0 * 16.0 * 2.0 * 4096.0 };
@@ -409,7 +403,7 @@ mod tests {
     use naga::back::PipelineConstants;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
 
-    use super::{FMA_PROBE, L2_PROBE, STEPS_PROBE, TENSOR_PROBE};
+    use super::{with_grid_barrier, FMA_PROBE, L2_PROBE, STEPS_PROBE};
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
@@ -418,18 +412,22 @@ mod tests {
             | Capabilities::SUBGROUP
             | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
         let it = ("ITERS", 8.0);
-        let steps = [0.0, 1.0, 2.0, 3.0].map(|from| ("peak_steps.wgsl", STEPS_PROBE.source, vec![it, ("FROM", from)]));
+        let steps = [0.0, 1.0, 2.0, 3.0]
+            .map(|from| ("peak_steps.wgsl", STEPS_PROBE.source.to_string(), vec![it, ("FROM", from)]));
         let probes = [
-            ("peak.wgsl", TENSOR_PROBE.source, vec![it]),
-            ("peak_f32.wgsl", FMA_PROBE.source, vec![it]),
-            ("peak_l2.wgsl", L2_PROBE.source, vec![it]),
-            ("grid_sync.wgsl", include_str!("grid_sync.wgsl"), vec![it, ("GROUPS", 132.0)]),
-            ("mlp_fused.wgsl", include_str!("mlp_fused.wgsl"), vec![("GROUPS", 264.0), ("FUSED", 1.0)]),
+            ("peak_f32.wgsl", FMA_PROBE.source.to_string(), vec![it]),
+            ("peak_l2.wgsl", L2_PROBE.source.to_string(), vec![it]),
+            ("grid_sync.wgsl", with_grid_barrier(include_str!("grid_sync.wgsl")), vec![it, ("GROUPS", 132.0)]),
+            (
+                "mlp_fused.wgsl",
+                with_grid_barrier(include_str!("mlp_fused.wgsl")),
+                vec![("GROUPS", 264.0), ("FUSED", 1.0)],
+            ),
         ]
         .into_iter()
         .chain(steps);
         for (name, source, extra) in probes {
-            let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{name}: {e}"));
             let info = Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -4,7 +4,7 @@
 // FUSED = 0: one stage a dispatch (STAGE 0 or 1), as the engine runs them;
 // (the shape is fixed: D = 2048 and F = 5632, a lane's pieces named for it)
 // FUSED = 1: both stages in one dispatch, the workgroups meeting between them through a
-//            counter (grid_sync.wgsl's barrier), each subgroup's first half of its first
+//            counter (grid_barrier.wgsl), each subgroup's first half of its first
 //            down row loaded before it waits.
 // Not the engine's kernels (those read W in tiles, with the residual fused): a pair of
 // plain kernels against the same pair fused.
@@ -135,15 +135,6 @@ fn peak(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     gate_up_stage(sg, lane);
     // The first down row's first half in flight while the workgroups meet.
     let first = half_row(sg, lane);
-    storageBarrier();
-    if (lid == 0u) {
-        let end = (atomicAdd(&count[0], 1u) / GROUPS + 1u) * GROUPS;
-        for (var polls = 0u; polls < (1u << 22u); polls = polls + 1u) {
-            if (atomicLoad(&count[0]) >= end) {
-                break;
-            }
-        }
-    }
-    storageBarrier();
+    grid_barrier(lid);
     down_stage(sg, lane, first);
 }

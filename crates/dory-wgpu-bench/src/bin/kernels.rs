@@ -54,7 +54,7 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     bench::warm_up(dev, Duration::from_millis(700)).map_err(err)?;
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
-    let (tensor, fma) = (bench::tensor_peak(dev).map_err(err)?, bench::fma_peak(dev).map_err(err)?);
+    let fma = bench::fma_peak(dev).map_err(err)?;
     let steps = bench::step_rates(dev).map_err(err)?;
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
     // One workgroup an SM of the H200 (132), and two.
@@ -66,7 +66,7 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
         "mlp_fused": mlp.into_iter().collect::<dory::Result<Vec<_>>>().map_err(err)?,
         "grid_sync": sync.into_iter().collect::<Result<Vec<_>, _>>()?,
-        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": tensor,
+        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": steps.map(|s| s[0]),
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
             json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
     let config = match (arg("--model"), arg("--config")) {
