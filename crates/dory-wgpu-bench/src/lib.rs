@@ -132,15 +132,18 @@ pub fn grid_sync_cost(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<f64> {
     let time = |rounds: u32| -> dory::Result<f64> {
         let count = Store::new(dev, 256, "grid sync counter")?;
         let constants = [("ITERS", f64::from(rounds)), ("GROUPS", f64::from(groups))];
-        let (pipeline, group) =
-            probe_pipeline(dev, &with_grid_barrier(include_str!("grid_sync.wgsl")), &constants, &[&count])?;
-        let mut times =
-            (0..4).map(|_| run_groups(dev, &pipeline, &group, groups)).collect::<dory::Result<Vec<f64>>>()?;
-        times.remove(0);
-        times.sort_by(f64::total_cmp);
-        Ok(times[1])
+        let probe = probe_pipeline(dev, &with_grid_barrier(include_str!("grid_sync.wgsl")), &constants, &[&count])?;
+        settled(|| run_groups(dev, &[&probe], groups, 1))
     };
     Ok((time(2001)? - time(1)?) / 2000.0)
+}
+
+/// The median of three timings by `time`, after one untimed.
+fn settled(mut time: impl FnMut() -> dory::Result<f64>) -> dory::Result<f64> {
+    time()?;
+    let mut times = [time()?, time()?, time()?];
+    times.sort_by(f64::total_cmp);
+    Ok(times[1])
 }
 
 /// A probe's text with grid_barrier.wgsl appended.
@@ -150,7 +153,7 @@ fn with_grid_barrier(source: &str) -> String {
 
 /// A decoded row's MLP of the larger config's shape (f16, D = 2048, F = 5632) as two
 /// dispatches and as one whose `groups` resident workgroups meet between its stages
-/// (`mlp_fused.wgsl`): wall seconds of each (the median of 3 submissions of 100), and the
+/// (`mlp_fused.wgsl`): wall seconds of each (`settled`, submissions of 100), and the
 /// largest difference between their outputs (the same arithmetic: 0 if both ran right).
 /// None where the device has no subgroups (the probe reduces with them).
 pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64, f64, f32)>> {
@@ -174,30 +177,8 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64,
     for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&[g, ("FUSED", 1.0)][..], &outs[1])] {
         pipes.push(probe_pipeline(dev, source, constants, &[&gu, &down, &x, &m, out, &count])?);
     }
-    let time = |which: &[usize]| -> dory::Result<f64> {
-        let mut times = vec![];
-        for _ in 0..4 {
-            let t0 = Instant::now();
-            let mut enc = dev.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                for _ in 0..100 {
-                    for &i in which {
-                        pass.set_pipeline(&pipes[i].0);
-                        pass.set_bind_group(0, &pipes[i].1, &[]);
-                        pass.dispatch_workgroups(groups, 1, 1);
-                    }
-                }
-            }
-            dev.queue.submit([enc.finish()]);
-            dev.device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
-            times.push(t0.elapsed().as_secs_f64() / 100.0);
-        }
-        times.remove(0);
-        times.sort_by(f64::total_cmp);
-        Ok(times[1])
+    let time = |which: &[usize]| {
+        settled(|| run_groups(dev, &which.iter().map(|&i| &pipes[i]).collect::<Vec<_>>(), groups, 100))
     };
     let (split, fused) = (time(&[0, 1])?, time(&[2])?);
     let mut rec = Recorder::new(dev.clone())?;
@@ -238,8 +219,9 @@ const FMA_PROBE: Probe =
 const MAX_GROUPS: u32 = 65_535;
 
 /// Operations per second of `probe` (binding 0: `operands`, binding 1: `out_bytes` of
-/// zeros; its overrides besides ITERS set to `constants`) in one dispatch of enough workgroups to take 50 ms or more (or as many as one
-/// dimension of a grid takes), timed on the wall clock: the median of 5.
+/// zeros; its overrides besides ITERS set to `constants`) in one dispatch of enough
+/// workgroups to take 50 ms or more (or as many as one dimension of a grid takes), timed
+/// on the wall clock: the median of 5.
 fn probe_rate(
     dev: &Arc<GpuDevice>,
     probe: &Probe,
@@ -251,12 +233,12 @@ fn probe_rate(
         [("ITERS", f64::from(probe.iters))].into_iter().chain(constants.iter().copied()).collect();
     let a = Store::with_data(dev, operands, "peak operands")?;
     let out = Store::new(dev, out_bytes, "peak sums")?;
-    let (pipeline, group) = probe_pipeline(dev, probe.source, &constants, &[&a, &out])?;
+    let pipe = probe_pipeline(dev, probe.source, &constants, &[&a, &out])?;
     let mut groups = 16;
-    while groups < MAX_GROUPS && run_groups(dev, &pipeline, &group, groups)? < 0.05 {
+    while groups < MAX_GROUPS && run_groups(dev, &[&pipe], groups, 1)? < 0.05 {
         groups = (groups * 4).min(MAX_GROUPS);
     }
-    let mut times = (0..5).map(|_| run_groups(dev, &pipeline, &group, groups)).collect::<dory::Result<Vec<f64>>>()?;
+    let mut times = (0..5).map(|_| run_groups(dev, &[&pipe], groups, 1)).collect::<dory::Result<Vec<f64>>>()?;
     times.sort_by(f64::total_cmp);
     Ok(f64::from(groups) * f64::from(probe.iters) * probe.per_iter / times[2])
 }
@@ -299,26 +281,31 @@ fn probe_pipeline(
     Ok((pipeline, group))
 }
 
-/// Wall seconds of one dispatch of `groups` workgroups, submitted and waited for.
+/// Wall seconds per round of one submission of `rounds` rounds of `steps` (pipelines and
+/// their bind groups), each step a dispatch of `groups` workgroups, waited for.
 fn run_groups(
     dev: &Arc<GpuDevice>,
-    pipeline: &wgpu::ComputePipeline,
-    group: &wgpu::BindGroup,
+    steps: &[&(wgpu::ComputePipeline, wgpu::BindGroup)],
     groups: u32,
+    rounds: u32,
 ) -> dory::Result<f64> {
     let t0 = Instant::now();
     let mut enc = dev.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, group, &[]);
-        pass.dispatch_workgroups(groups, 1, 1);
+        for _ in 0..rounds {
+            for (pipeline, group) in steps {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(groups, 1, 1);
+            }
+        }
     }
     dev.queue.submit([enc.finish()]);
     dev.device
         .poll(wgpu::PollType::wait_indefinitely())
         .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
-    Ok(t0.elapsed().as_secs_f64())
+    Ok(t0.elapsed().as_secs_f64() / f64::from(rounds))
 }
 
 /// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
