@@ -2,10 +2,10 @@
 // GROUPS workgroups of 8 subgroups, one row of W to a subgroup at a time) run two ways, to
 // measure what a kernel of several stages in one dispatch could gain over a dispatch a stage:
 // FUSED = 0: one stage a dispatch (STAGE 0 or 1), as the engine runs them;
-// (the shape is fixed: D = 2048 and F = 5632, a lane's pieces named for it)
 // FUSED = 1: both stages in one dispatch, the workgroups meeting between them through a
 //            counter (grid_barrier.wgsl), each subgroup's first half of its first
 //            down row loaded before it waits.
+// The shape is fixed (D = 2048, F = 5632): a lane's pieces are named for it.
 // Not the engine's kernels (those read W in tiles, with the residual fused): a pair of
 // plain kernels against the same pair fused.
 
