@@ -14,6 +14,14 @@
 // COMBINE = 1 (one row, the out projection), x is the gated attention output that
 // combine.wgsl would have formed from the chunks' partials, bound as x, formed the same
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
+// With RES = 2 (one row, rows too wide for RES = 1), the residual is formed once, by the
+// first workgroup to take a ticket from the counters at binding 7 (`chained_prologue`),
+// which writes N(y) to h_next and then raises a flag; the others, their first round of W
+// in flight, wait for the flag and read h_next as x. That spares the residual its own
+// dispatch without repeating its reductions in every workgroup. A workgroup waits only
+// on one that took its ticket earlier, so is running (forward progress among running
+// workgroups, which matmul.rs's `Options::chain` asks of the adapter), never on one not
+// yet started.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
 // The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
@@ -31,8 +39,9 @@ const LANES: u32 = 32u;
 // Bindings 4–6 are ngpt_in.wgsl's, `o`, `alpha` and `h_next`: RES = 1 (bound to x, x and a
 // stand-in elsewhere): the sub-layer output, the residual's alpha, and where workgroup 0
 // writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
-// scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
-// layout from what its entry point reaches), so that matmul.rs binds every variant alike.
+// scale, and the stand-in. Every entry point reaches all three, and binding 7 (wgpu
+// derives a pipeline's layout from what its entry point reaches), so that matmul.rs binds
+// every variant alike.
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
@@ -42,9 +51,13 @@ const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
 // The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes
-// to y_sh.
+// to y_sh (RES = 1) or h_next (RES = 2, where it is normalised in place after).
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
-    y_sh[e] = y;
+    if (RES == 2u) {
+        h_next[base + e] = y;
+    } else {
+        y_sh[e] = y;
+    }
 }
 
 // The residual's norms (RES = 1), and in workgroup 0 the new hidden state; every
@@ -60,6 +73,50 @@ fn residual_prologue(lid: u32, wid: u32) {
         }
     }
     workgroupBarrier();
+}
+
+// RES = 2: the counters, all zero between dispatches: [0] tickets taken, [1] the flag
+// (h_next written), [2] workgroups past the flag, the last of which zeroes all three.
+@group(0) @binding(7) var<storage, read_write> chain: array<atomic<u32>, 4>;
+var<workgroup> ticket_sh: u32;
+// The dispatch's workgroups (set by the entry points).
+var<private> groups_n: u32;
+
+// A wait that gives up after 2²⁴ polls: an adapter without forward progress then gets a
+// wrong row, not a hung device.
+const MOST_POLLS: u32 = 1u << 24u;
+
+// RES = 2: the residual formed once for the dispatch, or waited for; every invocation of
+// the workgroup must call it.
+fn chained_prologue(lid: u32) {
+    if (lid == 0u) {
+        ticket_sh = atomicAdd(&chain[0], 1u);
+    }
+    if (workgroupUniformLoad(&ticket_sh) == 0u) {
+        let k4 = p.k / 4u;
+        let base = p.xr0 * k4;
+        let r = residual_row(base, k4, lid, p.eps).z;
+        // Each invocation scales the part of y it wrote.
+        for (var e = lid; e < k4; e = e + 256u) {
+            h_next[base + e] = h_next[base + e] * r;
+        }
+        storageBarrier();
+        if (lid == 0u) {
+            atomicStore(&chain[1], 1u);
+        }
+    } else if (lid == 0u) {
+        for (var polls = 0u; polls < MOST_POLLS; polls = polls + 1u) {
+            if (atomicLoad(&chain[1]) != 0u) {
+                break;
+            }
+        }
+    }
+    if (lid == 0u && atomicAdd(&chain[2], 1u) + 1u == groups_n) {
+        atomicStore(&chain[0], 0u);
+        atomicStore(&chain[1], 0u);
+        atomicStore(&chain[2], 0u);
+    }
+    storageBarrier();
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.
@@ -79,6 +136,9 @@ fn join_put(i: u32, v: f32) {
 fn prologue(lid: u32, wid: u32) {
     if (RES == 1u) {
         residual_prologue(lid, wid);
+    }
+    if (RES == 2u) {
+        chained_prologue(lid);
     }
     if (COMBINE == 1u) {
         join_row(lid, 0u, p.kv_heads, p.d, p.chunks);
@@ -105,6 +165,12 @@ fn x8(r: u32, g: u32) -> W8 {
     }
     let at = row * (p.k / 4u) + 2u * g;
     var hi = vec4<f32>(0.0);
+    if (RES == 2u) {
+        if (has_hi) {
+            hi = h_next[at + 1u];
+        }
+        return W8(h_next[at], hi);
+    }
     if (has_hi) {
         hi = x[at + 1u];
     }
@@ -262,7 +328,12 @@ fn gemv_out(lid: u32, wid: u32, scaled: bool) {
 }
 
 @compute @workgroup_size(256)
-fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn gemv(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) n: vec3<u32>,
+) {
+    groups_n = n.x;
     gemv_out(lid, wid.x, false);
 }
 
@@ -279,7 +350,12 @@ var<workgroup> glu_sh: array<f32, 8>;
 // multiple of 8), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
 // sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
-fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn gemv_glu(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) n: vec3<u32>,
+) {
+    groups_n = n.x;
     let f = p.rows_w / 2u;
     if (p.tiled != 0u) {
         // Every invocation reaches the barrier: the runs of the gate band and of the up band

@@ -101,20 +101,29 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some()
 }
 
-/// Widths of x up to which the few-row kernel forms the residual on the way in. Every
-/// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
-/// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
-/// residual's own dispatch) and not on wide rows (the larger config's 2048: 223 against 249
-/// when each read re-formed y; with y in workgroup memory 308.8 against 301.1–309.9,
-/// bench/logs/h200-2026-12-03d/call-1).
-const RESIDUAL_MAX_K: usize = 1024;
+/// Widths of x up to which the few-row kernel forms the residual on the way in by
+/// default (`Options::residual_k`). Every workgroup repeats the residual's reductions:
+/// that pays where a row of h is one vec4 per invocation (on the H200, dory-tiny's 384:
+/// decode 819 tok/s against 751 with the residual's own dispatch) and not on wide rows
+/// (the larger config's 2048: 223 against 249 when each read re-formed y; with y in
+/// workgroup memory 308.8 against 301.1–309.9, bench/logs/h200-2026-12-03d/call-1), which
+/// are chained instead where the adapter allows (`residual_chains`).
+pub const RESIDUAL_MAX_K: usize = 1024;
 
 /// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
 const X_SHARED_MAX: usize = 1024;
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
 pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
+    let o = rec.dev().kernels.options;
+    rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= o.residual_k || o.chain)
+}
+
+/// Whether that residual is formed once, by the first of the projection's workgroups,
+/// which the others wait for (gemv.wgsl's RES = 2), rather than by every one of them.
+pub fn residual_chains(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    let o = rec.dev().kernels.options;
+    residual_fuses(rec, w, rows) && !takes_gemv1(rec, w, rows) && w.k > o.residual_k
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
@@ -168,7 +177,10 @@ fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
 pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
     let k = &rec.dev().kernels;
     let o = k.options;
-    let pro = ["", " + residual", " + SwiGLU", " + the attention's chunks joined"][prologue(input)];
+    let mut pro = ["", " + residual", " + SwiGLU", " + the attention's chunks joined"][prologue(input)];
+    if matches!(input, Input::Residual { .. }) && residual_chains(rec, w, rows) {
+        pro = " + residual, chained";
+    }
     if takes_gemv1(rec, w, rows) {
         let name = k.get_spec(k.gemv1[0][0]).name;
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
@@ -226,13 +238,14 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
-    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
-    // 4–6 (the residual's; x and a stand-in where it is not formed).
+    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), 4–6
+    // (the residual's; x and a stand-in where it is not formed) and 7 (the counters).
     let (gemm, gemv, third) = match input {
         Input::Plain => (kernels.gemm[dt], kernels.gemv[dt], x),
         Input::Scaled(s) => (kernels.gemm_scaled[dt], kernels.gemv_scaled[dt], s),
         Input::Swiglu(s) => (kernels.gemm[dt], kernels.gemv_swiglu[dt], s),
         // One row (`fuses`): the second kernel is never taken.
+        Input::Residual { .. } if residual_chains(rec, w, rows) => (kernels.gemm[dt], [kernels.gemv_chained[dt][0]; 2], x),
         Input::Residual { .. } => (kernels.gemm[dt], [kernels.gemv_residual[dt][0]; 2], x),
         Input::Combine { .. } => (kernels.gemm[dt], [kernels.gemv_combine[dt]; 2], x),
     };
@@ -270,6 +283,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             continue;
         }
         binds.extend(res.iter().cloned());
+        binds.push((7, Bind::Buf(rec.counters().clone())));
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -483,6 +497,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
     let kernels = &rec.dev().kernels;
     let dt = dtype_index(gate_up.dtype);
     let kernel = match input {
+        Input::Residual { .. } if residual_chains(rec, gate_up, 1) => kernels.gemv_chained[dt][1],
         Input::Residual { .. } => kernels.gemv_residual[dt][1],
         _ => kernels.gemv_glu[dt],
     };
@@ -496,6 +511,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         (3, Bind::Buf(scales.clone())),
     ];
     binds.extend(res);
+    binds.push((7, Bind::Buf(rec.counters().clone())));
     let p = Params {
         kv_heads: 0,
         d: 0,
