@@ -248,6 +248,8 @@ pub struct Options {
     /// and lavapipe, whose threads run workgroups to completion), where it is measured;
     /// not promised by Vulkan, Metal or DX12.
     pub chain: bool,
+    /// A decoded row's gate|up and down in one dispatch, where workgroups chain.
+    pub fuse_mlp: bool,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
     /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
     /// cores (in `split.wgsl`); 0: neither.
@@ -282,7 +284,7 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
+    /// none), DORY_WGPU_FUSE=prep,residual,split,combine,mlp (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_RESIDUAL_K=N (`residual_k`), DORY_WGPU_ATTEND_PER=N (the fewest
     /// keys to a chunk of attention), DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
@@ -314,6 +316,7 @@ impl Options {
             fuse_split: true,
             residual_k: crate::ops::matmul::RESIDUAL_MAX_K,
             chain: false,
+            fuse_mlp: true,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
@@ -371,6 +374,7 @@ impl Options {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
             self.fuse_split = v.contains("split");
+            self.fuse_mlp = v.contains("mlp");
             if !v.contains("combine") {
                 self.combine_bytes = 0;
             }
@@ -503,6 +507,9 @@ pub struct Kernels {
     pub gemv_residual: [[KernelId; 2]; 3],
     /// The same where the residual is formed once and waited for (gemv.wgsl's RES = 2).
     pub gemv_chained: [[KernelId; 2]; 3],
+    /// One row of gate|up with SwiGLU, then down, in one dispatch: [dtype][RES: none, on
+    /// the way in, chained].
+    pub gemv_mlp: [[KernelId; 3]; 3],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; 3],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
@@ -609,6 +616,9 @@ impl Kernels {
             let c = [("DTYPE", dt), ("RES", 2.0)];
             [b.add_as("gemv", "gemv", "gemv_chained", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_chained", &c)]
         });
+        let gemv_mlp = DTYPES.map(|dt| {
+            [0.0, 1.0, 2.0].map(|res| b.add("gemv", "gemv_mlp", &[("DTYPE", dt), ("RES", res), ("MLP", 1.0)]))
+        });
         let gemv_combine =
             DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
         let g = options.gemv1;
@@ -637,6 +647,7 @@ impl Kernels {
             gemv_glu,
             gemv_residual,
             gemv_chained,
+            gemv_mlp,
             gemv_combine,
             gemv1,
             gemv1_scaled,

@@ -33,6 +33,7 @@ params! {
         kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
         d: u32,
         chunks: u32,
+        unshift_down: f32, // gemv_mlp: the down projection's unshift
     }
 }
 
@@ -239,7 +240,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
     // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), 4–6
-    // (the residual's; x and a stand-in where it is not formed) and 7 (the counters).
+    // (the residual's; x and a stand-in where it is not formed) and 7–9 (`chain_binds`).
     let (gemm, gemv, third) = match input {
         Input::Plain => (kernels.gemm[dt], kernels.gemv[dt], x),
         Input::Scaled(s) => (kernels.gemm_scaled[dt], kernels.gemv_scaled[dt], s),
@@ -273,6 +274,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             kv_heads,
             d,
             chunks,
+            unshift_down: 1.0,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -283,7 +285,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             continue;
         }
         binds.extend(res.iter().cloned());
-        binds.push((7, Bind::Buf(rec.counters().clone())));
+        binds.extend(chain_binds(rec, &part.store, None));
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -511,7 +513,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         (3, Bind::Buf(scales.clone())),
     ];
     binds.extend(res);
-    binds.push((7, Bind::Buf(rec.counters().clone())));
+    binds.extend(chain_binds(rec, &part.store, None));
     let p = Params {
         kv_heads: 0,
         d: 0,
@@ -527,6 +529,82 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         eps,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
+        unshift_down: 1.0,
     };
-    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [glu_groups(gate_up), 1, 1]);
+}
+
+/// gemv_glu's workgroups for one row of `gate_up`.
+fn glu_groups(gate_up: &Matrix) -> u32 {
+    groups_for(gate_up.n / 2, if gate_up.tiled { 8 } else { 4 })
+}
+
+/// Bindings 7–9 of the few-row kernels: the counters, and gemv_mlp's down projection and m
+/// (`mlp`; elsewhere W's part and the stand-in).
+fn chain_binds(rec: &Recorder, w: &Arc<Store>, mlp: Option<(&Arc<Store>, &Arc<Store>)>) -> [(u32, Bind); 3] {
+    let (down, m) = mlp.unwrap_or((w, rec.none()));
+    [(7, Bind::Buf(rec.counters().clone())), (8, Bind::Buf(down.clone())), (9, Bind::Buf(m.clone()))]
+}
+
+/// Whether `mlp` takes one row of `gate_up` and `down` in one dispatch, x formed as `glu`
+/// forms it: where `glu` takes the row (`glu_fuses`), the adapter lets workgroups wait on
+/// each other (`Options::chain`), and down is gate|up's shape transposed, in one part, held
+/// alike.
+pub fn mlp_fuses(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize, residual: bool) -> bool {
+    let o = rec.dev().kernels.options;
+    o.chain
+        && o.fuse_mlp
+        && glu_fuses(rec, gate_up, rows, residual)
+        && down.parts.len() == 1
+        && (down.dtype, down.tiled) == (gate_up.dtype, gate_up.tiled)
+        && (down.k, down.n) == (gate_up.n / 2, gate_up.k)
+        && down.k % 4 == 0
+}
+
+/// out ← down · m with m = SwiGLU of x[0] · gate_upᵀ (`glu`), in one dispatch (gemv.wgsl's
+/// gemv_mlp; `mlp_fuses` must allow): `glu`'s workgroups, then the projection's, which wait
+/// for m. out must not be bound otherwise (the residual's o, x).
+pub fn mlp(
+    rec: &mut Recorder,
+    (gate_up, down): (&Matrix, &Matrix),
+    (x, m, out): (&Arc<Store>, &Arc<Store>, &Arc<Store>),
+    scales: &Arc<Store>,
+    input: Input,
+) {
+    let residual = matches!(input, Input::Residual { .. });
+    debug_assert!(mlp_fuses(rec, (gate_up, down), 1, residual));
+    let res = match input {
+        Input::Residual { .. } if residual_chains(rec, gate_up, 1) => 2,
+        Input::Residual { .. } => 1,
+        _ => 0,
+    };
+    let kernel = rec.dev().kernels.gemv_mlp[dtype_index(gate_up.dtype)][res];
+    let part = &gate_up.parts[0];
+    let (res_binds, eps) = residual_binds(rec, x, input);
+    let mut binds = vec![
+        (0, Bind::Buf(part.store.clone())),
+        (1, Bind::Buf(x.clone())),
+        (2, Bind::Buf(out.clone())),
+        (3, Bind::Buf(scales.clone())),
+    ];
+    binds.extend(res_binds);
+    binds.extend(chain_binds(rec, &part.store, Some((&down.parts[0].store, m))));
+    let p = Params {
+        kv_heads: 0,
+        d: 0,
+        chunks: 0,
+        k: gate_up.k as u32,
+        g8: gate_up.g8 as u32,
+        n: (gate_up.n / 2) as u32,
+        row0: 0,
+        rows_w: part.rows as u32,
+        xr0: 0,
+        yr0: 0,
+        rows: 1,
+        eps,
+        unshift: gate_up.unshift(),
+        tiled: gate_up.tiled.into(),
+        unshift_down: down.unshift(),
+    };
+    rec.dispatch(kernel, &binds, &p, [glu_groups(gate_up) + groups_for(down.n, 8), 1, 1]);
 }
