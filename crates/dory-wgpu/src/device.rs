@@ -162,8 +162,7 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let options = Options { chain: chains(&info), ..Options::new(reduce, coop, workgroup_bytes) };
-        let kernels = Kernels::new(&device, options)?;
+        let kernels = Kernels::new(&device, Options::new(reduce, coop, workgroup_bytes))?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
@@ -194,8 +193,7 @@ impl GpuDevice {
         };
         let coop = if self.caps.coop { ", f16 tensor cores" } else { "" };
         let tiles = if self.kernels.options.tiles { ", f16 weights in tiles" } else { "" };
-        let chain = if self.kernels.options.chain { ", chained" } else { "" };
-        format!("{} ({:?}, {:?}, {reduce}{coop}{tiles}{chain})", self.info.name, self.info.backend, self.info.device_type)
+        format!("{} ({:?}, {:?}, {reduce}{coop}{tiles})", self.info.name, self.info.backend, self.info.device_type)
     }
 }
 
@@ -224,15 +222,6 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
             .cooperative_matrix_properties()
             .iter()
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
-}
-
-/// Whether the kernels may let workgroups of a dispatch wait on each other
-/// (`Options::chain`): on NVIDIA's adapters and CPU ones (lavapipe), or as
-/// DORY_WGPU_CHAIN=0|1 says.
-fn chains(info: &wgpu::AdapterInfo) -> bool {
-    const NVIDIA: u32 = 0x10de;
-    let known = info.vendor == NVIDIA || info.device_type == wgpu::DeviceType::Cpu;
-    std::env::var("DORY_WGPU_CHAIN").map_or(known, |v| v != "0")
 }
 
 /// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of

@@ -239,17 +239,6 @@ pub struct Options {
     pub fuse_residual: bool,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
-    /// Rows of h up to which a decoded row's residual is formed by every workgroup of the
-    /// projection after it (`matmul::residual_fuses`); wider ones are chained, where the
-    /// adapter allows.
-    pub residual_k: usize,
-    /// Workgroups of one dispatch may wait on each other (gemv.wgsl's RES = 2): by default
-    /// on the adapters known to keep running workgroups going while one waits (NVIDIA's,
-    /// and lavapipe, whose threads run workgroups to completion), where it is measured;
-    /// not promised by Vulkan, Metal or DX12.
-    pub chain: bool,
-    /// A decoded row's gate|up and down in one dispatch, where workgroups chain.
-    pub fuse_mlp: bool,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
     /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
     /// cores (in `split.wgsl`); 0: neither.
@@ -284,10 +273,10 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual,split,combine,mlp (or 0: none;
+    /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
-    /// joins), DORY_WGPU_RESIDUAL_K=N (`residual_k`), DORY_WGPU_ATTEND_PER=N (the fewest
-    /// keys to a chunk of attention), DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
+    /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
@@ -314,9 +303,6 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
-            residual_k: crate::ops::matmul::RESIDUAL_MAX_K,
-            chain: false,
-            fuse_mlp: true,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
@@ -374,16 +360,12 @@ impl Options {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
             self.fuse_split = v.contains("split");
-            self.fuse_mlp = v.contains("mlp");
             if !v.contains("combine") {
                 self.combine_bytes = 0;
             }
         }
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
-        }
-        if let Some(k) = std::env::var("DORY_WGPU_RESIDUAL_K").ok().and_then(|v| v.trim().parse().ok()) {
-            self.residual_k = k;
         }
     }
 
@@ -505,11 +487,6 @@ pub struct Kernels {
     /// One row whose x is the nGPT residual formed on the way in: [dtype][plain, gate|up
     /// with SwiGLU].
     pub gemv_residual: [[KernelId; 2]; 3],
-    /// The same where the residual is formed once and waited for (gemv.wgsl's RES = 2).
-    pub gemv_chained: [[KernelId; 2]; 3],
-    /// One row of gate|up with SwiGLU, then down, in one dispatch: [dtype][RES: none, on
-    /// the way in, chained].
-    pub gemv_mlp: [[KernelId; 3]; 3],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; 3],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
@@ -612,13 +589,6 @@ impl Kernels {
             let c = [("DTYPE", dt), ("RES", 1.0)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
-        let gemv_chained = DTYPES.map(|dt| {
-            let c = [("DTYPE", dt), ("RES", 2.0)];
-            [b.add_as("gemv", "gemv", "gemv_chained", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_chained", &c)]
-        });
-        let gemv_mlp = DTYPES.map(|dt| {
-            [0.0, 1.0, 2.0].map(|res| b.add("gemv", "gemv_mlp", &[("DTYPE", dt), ("RES", res), ("MLP", 1.0)]))
-        });
         let gemv_combine =
             DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
         let g = options.gemv1;
@@ -646,8 +616,6 @@ impl Kernels {
             gemv_swiglu,
             gemv_glu,
             gemv_residual,
-            gemv_chained,
-            gemv_mlp,
             gemv_combine,
             gemv1,
             gemv1_scaled,

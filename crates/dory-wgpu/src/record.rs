@@ -130,9 +130,6 @@ pub struct Recorder {
     staging: Option<wgpu::Buffer>,
     /// Bound where a kernel's optional read-write buffer is absent.
     none: Arc<Store>,
-    /// The counters by which a dispatch's workgroups wait on each other (gemv.wgsl's
-    /// RES = 2), zero between dispatches.
-    counters: Arc<Store>,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
     pub dispatches: u64,
     /// With `timed` (and pass timestamps on the device) every submission waits and adds
@@ -205,7 +202,6 @@ impl Recorder {
             scales: None,
             join: None,
             none: Store::new(&dev, 16, "unused")?,
-            counters: Store::new(&dev, 16, "counters")?,
             dispatches: 0,
             timed: false,
             gpu_seconds: 0.0,
@@ -220,11 +216,6 @@ impl Recorder {
     /// A small buffer to bind where a kernel's optional buffer is absent.
     pub fn none(&self) -> &Arc<Store> {
         &self.none
-    }
-
-    /// The counters of the chained kernels (bound to all the few-row projections).
-    pub fn counters(&self) -> &Arc<Store> {
-        &self.counters
     }
 
     pub fn dev(&self) -> &Arc<GpuDevice> {

@@ -14,19 +14,6 @@
 // COMBINE = 1 (one row, the out projection), x is the gated attention output that
 // combine.wgsl would have formed from the chunks' partials, bound as x, formed the same
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
-// With RES = 2 (one row, rows too wide for RES = 1), the residual is formed once, by the
-// first workgroup to take a ticket from the counters at binding 7 (`chained_prologue`),
-// which writes N(y) to h_next and then raises a flag; the others, their first round of W
-// in flight, wait for the flag and read h_next as x. That spares the residual its own
-// dispatch without repeating its reductions in every workgroup. A workgroup waits only
-// on one that took its ticket earlier, so is running (forward progress among running
-// workgroups, which matmul.rs's `Options::chain` asks of the adapter), never on one not
-// yet started.
-// `gemv_mlp` (MLP = 1, one row) runs gemv_glu and then the down projection in one
-// dispatch: its workgroups take tickets, the first ones a gate|up workgroup's rows, the
-// rest a down workgroup's, which load their first round of down's rows, then wait until
-// every gate|up workgroup has written its part of m (binding 9), and write down · m to
-// out. The residual before gate|up is formed as RES says.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
 // The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
@@ -35,7 +22,6 @@ override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
 override COMBINE: u32 = 0u;
-override MLP: u32 = 0u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
@@ -45,54 +31,8 @@ const LANES: u32 = 32u;
 // Bindings 4–6 are ngpt_in.wgsl's, `o`, `alpha` and `h_next`: RES = 1 (bound to x, x and a
 // stand-in elsewhere): the sub-layer output, the residual's alpha, and where workgroup 0
 // writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
-// scale, and the stand-in. Every entry point reaches all three, and binding 7 (wgpu
-// derives a pipeline's layout from what its entry point reaches), so that matmul.rs binds
-// every variant alike.
-
-// MLP = 1: the down projection (binding 8, in the dtype and order of W) and m (binding 9,
-// SwiGLU of gate|up, down's x). Every entry point reaches them too.
-@group(0) @binding(8) var<storage, read> w_down: array<vec4<u32>>;
-@group(0) @binding(9) var<storage, read_write> m: array<vec4<f32>>;
-
-// Whether the workgroup is gemv_mlp's down projection: its matrix's shape is then gate|up's
-// transposed (k = F, which is p.n; rows D, which is p.k), and it reads w_down and m.
-var<private> down: bool;
-
-fn is_down() -> bool {
-    return MLP == 1u && down;
-}
-
-fn mat_k() -> u32 {
-    return select(p.k, p.n, is_down());
-}
-
-fn mat_g8() -> u32 {
-    return select(p.g8, (p.n + 7u) / 8u, is_down());
-}
-
-fn mat_rows() -> u32 {
-    return select(p.rows_w, p.k, is_down());
-}
-
-// The sums of a row of W times this: the residual's final N (RES = 1, gate|up), and the
-// matrix's unshift.
-fn sums_scale() -> f32 {
-    if (is_down()) {
-        return p.unshift_down;
-    }
-    return select(1.0, res.z, RES == 1u) * p.unshift;
-}
-
-// Weights 8g … 8g + 7 of W, or of down.
-fn load_w(g: u32) -> W8 {
-    if (is_down()) {
-        if (DTYPE == 0u) {
-            return widen8(w_down[2u * g], w_down[2u * g + 1u]);
-        }
-        return widen8(w_down[g], vec4<u32>());
-    }
-    return load8(g);
-}
+// scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
+// layout from what its entry point reaches), so that matmul.rs binds every variant alike.
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
@@ -102,13 +42,9 @@ const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
 // The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes
-// to y_sh (RES = 1) or h_next (RES = 2, where it is normalised in place after).
+// to y_sh.
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
-    if (RES == 2u) {
-        h_next[base + e] = y;
-    } else {
-        y_sh[e] = y;
-    }
+    y_sh[e] = y;
 }
 
 // The residual's norms (RES = 1), and in workgroup 0 the new hidden state; every
@@ -126,78 +62,6 @@ fn residual_prologue(lid: u32, wid: u32) {
     workgroupBarrier();
 }
 
-// RES = 2 and MLP = 1: the counters, all zero between dispatches: [0] tickets taken, [1]
-// the flag (h_next written), [2] gate|up workgroups done (MLP = 1), [3] workgroups done with
-// the counters, the last of which zeroes them all.
-@group(0) @binding(7) var<storage, read_write> chain: array<atomic<u32>, 4>;
-var<workgroup> ticket_sh: u32;
-// The dispatch's workgroups (set by the entry points).
-var<private> groups_n: u32;
-
-// A wait that gives up after 2²⁸ polls (minutes on the H200, whose polls are round trips
-// to its L2; a second or so on lavapipe, whose polls are a CPU's loads, and whose gate|up
-// workgroups took longer than 2²⁴ polls): an adapter without forward progress then gets a
-// wrong row, not a device hung for good.
-const MOST_POLLS: u32 = 0xffffffffu;
-
-// RES = 2: the residual formed once for the dispatch, or waited for; every invocation of
-// the workgroup must call it. (gemv_mlp took the workgroup's ticket already.)
-fn chained_prologue(lid: u32) {
-    if (lid == 0u && MLP == 0u) {
-        ticket_sh = atomicAdd(&chain[0], 1u);
-    }
-    if (workgroupUniformLoad(&ticket_sh) == 0u) {
-        let k4 = p.k / 4u;
-        let base = p.xr0 * k4;
-        let r = residual_row(base, k4, lid, p.eps).z;
-        // Each invocation scales the part of y it wrote.
-        for (var e = lid; e < k4; e = e + 256u) {
-            h_next[base + e] = h_next[base + e] * r;
-        }
-        storageBarrier();
-        if (lid == 0u) {
-            atomicStore(&chain[1], 1u);
-        }
-    } else if (lid == 0u) {
-        wait_for(1u, 1u);
-    }
-    // gemv_mlp's gate|up workgroups are done with the counters only at their end.
-    if (lid == 0u && MLP == 0u) {
-        chain_done();
-    }
-    storageBarrier();
-}
-
-// Polls counter i until it reaches `least` (or gives up). Each poll adds 0: lavapipe
-// read an atomicLoad in this loop once (its waits ended at once, and gate|up's m was read
-// before it was written).
-fn wait_for(i: u32, least: u32) {
-    for (var polls = 0u; polls < MOST_POLLS; polls = polls + 1u) {
-        if (atomicAdd(&chain[i], 0u) >= least) {
-            break;
-        }
-    }
-}
-
-// The workgroup is done with the counters; the last one zeroes them. One invocation calls it.
-fn chain_done() {
-    if (atomicAdd(&chain[3], 1u) + 1u == groups_n) {
-        atomicStore(&chain[0], 0u);
-        atomicStore(&chain[1], 0u);
-        atomicStore(&chain[2], 0u);
-        atomicStore(&chain[3], 0u);
-    }
-}
-
-// gemv_mlp's down workgroups: wait until every gate|up one has written its part of m.
-fn down_prologue(lid: u32) {
-    if (lid == 0u) {
-        wait_for(2u, glu_groups);
-        chain_done();
-    }
-    storageBarrier();
-}
-
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.
 fn join_part(at: u32) -> vec4<f32> {
     return x[at];
@@ -213,15 +77,8 @@ fn join_put(i: u32, v: f32) {
 
 // x formed in y_sh where the variant forms it; every invocation of the workgroup must call it.
 fn prologue(lid: u32, wid: u32) {
-    if (is_down()) {
-        down_prologue(lid);
-        return;
-    }
     if (RES == 1u) {
         residual_prologue(lid, wid);
-    }
-    if (RES == 2u) {
-        chained_prologue(lid);
     }
     if (COMBINE == 1u) {
         join_row(lid, 0u, p.kv_heads, p.d, p.chunks);
@@ -231,14 +88,7 @@ fn prologue(lid: u32, wid: u32) {
 // x[xr0 + r, 8g … 8g + 7], zero past k.
 fn x8(r: u32, g: u32) -> W8 {
     let row = p.xr0 + min(r, p.rows - 1u);
-    let has_hi = 8u * g + 4u < mat_k();
-    if (is_down()) {
-        var hi = vec4<f32>(0.0);
-        if (has_hi) {
-            hi = m[2u * g + 1u];
-        }
-        return W8(m[2u * g], hi);
-    }
+    let has_hi = 8u * g + 4u < p.k;
     if (SWIGLU == 1u) {
         var hi = vec4<f32>(0.0);
         if (has_hi) {
@@ -255,12 +105,6 @@ fn x8(r: u32, g: u32) -> W8 {
     }
     let at = row * (p.k / 4u) + 2u * g;
     var hi = vec4<f32>(0.0);
-    if (RES == 2u) {
-        if (has_hi) {
-            hi = h_next[at + 1u];
-        }
-        return W8(h_next[at], hi);
-    }
     if (has_hi) {
         hi = x[at + 1u];
     }
@@ -281,7 +125,7 @@ struct Row {
 // a loop in memory, and the kernel ran 3–5× slower.
 fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
     let lane = lid % LANES;
-    let jr = min(j, mat_rows() - 1u);
+    let jr = min(j, p.rows_w - 1u);
     var g = lane;
     var w0 = load_piece(jr, g);
     var w1 = load_piece(jr, g + LANES);
@@ -295,7 +139,7 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         acc = add_piece(acc, w2, g + 2u * LANES);
         acc = add_piece(acc, w3, g + 3u * LANES);
         g = g + UNROLL * LANES;
-        if (g >= mat_g8()) {
+        if (g >= p.g8) {
             break;
         }
         w0 = load_piece(jr, g);
@@ -303,20 +147,19 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         w2 = load_piece(jr, g + 2u * LANES);
         w3 = load_piece(jr, g + 3u * LANES);
     }
-    acc = select(vec4<f32>(0.0), acc, j < mat_rows());
-    return Row(j, seg_sum4(acc, lid, LANES) * sums_scale());
+    acc = select(vec4<f32>(0.0), acc, j < p.rows_w);
+    return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
 }
 
 // Piece g of row j of W, or its last piece past the end.
 fn load_piece(j: u32, g: u32) -> W8 {
-    let g8 = mat_g8();
-    return load_w(piece(j, min(g, g8 - 1u), g8, p.tiled != 0u));
+    return load8(piece(j, min(g, p.g8 - 1u), p.g8, p.tiled != 0u));
 }
 
 // acc + piece g of W (w) against piece g of each row of x, where g is in the row.
 fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
     var a = acc;
-    if (g < mat_g8()) {
+    if (g < p.g8) {
         for (var r = 0u; r < XROWS; r = r + 1u) {
             a[r] += dot8(w, x8(r, g));
         }
@@ -338,7 +181,7 @@ var<workgroup> band_sh: array<vec4<f32>, 256>;
 
 fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
-    let tiles = (mat_g8() + 1u) / 2u;
+    let tiles = (p.g8 + 1u) / 2u;
     let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
     let step = 2u * runs;
     var t = 2u * (lid / LANES - first) + lane / 16u;
@@ -369,7 +212,7 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
 // The invocation's piece of tile t of the rows (`at`: where its piece of tile 0 is), or of
 // the last tile past the end.
 fn load_tile(at: u32, t: u32, tiles: u32) -> W8 {
-    return load_w(at + 32u * min(t, tiles - 1u));
+    return load8(at + 32u * min(t, tiles - 1u));
 }
 
 // acc + the piece w of tile t (weights 16t + 8 (lane % 2) on) against the same weights of
@@ -387,7 +230,7 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
         let at = r * LANES + 2u * i;
         sums += (band_sh[at] + band_sh[at + 1u]) + (band_sh[at + 16u] + band_sh[at + 17u]);
     }
-    return sums * sums_scale();
+    return sums * select(1.0, res.z, RES == 1u) * p.unshift;
 }
 
 // The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
@@ -406,27 +249,20 @@ fn gemv_out(lid: u32, wid: u32, scaled: bool) {
             return;
         }
     }
-    if (row.j < mat_rows()) {
+    if (row.j < p.rows_w) {
         let i = p.row0 + row.j;
         var s = 1.0;
         if (scaled) {
             s = scale_at(i);
         }
-        // The down projection's out is a row of D (p.k).
-        let n = select(p.n, p.k, is_down());
         for (var r = 0u; r < p.rows; r = r + 1u) {
-            out[(p.yr0 + r) * n + i] = row.sums[r] * s;
+            out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
         }
     }
 }
 
 @compute @workgroup_size(256)
-fn gemv(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) n: vec3<u32>,
-) {
-    groups_n = n.x;
+fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemv_out(lid, wid.x, false);
 }
 
@@ -443,77 +279,36 @@ var<workgroup> glu_sh: array<f32, 8>;
 // multiple of 8), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
 // sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
-fn gemv_glu(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) n: vec3<u32>,
-) {
-    groups_n = n.x;
-    glu_rows(lid, wid.x);
-}
-
-// gemv_glu's rows for workgroup wid; every invocation of the workgroup must call it.
-fn glu_rows(lid: u32, wid: u32) {
+fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let f = p.rows_w / 2u;
     if (p.tiled != 0u) {
         // Every invocation reaches the barrier: the runs of the gate band and of the up band
         // each call gemv_band for their own.
         let up = lid >= 4u * LANES;
-        gemv_band(lid, wid, select(0u, f, up) + wid * 8u, select(0u, 4u, up), 4u);
-        let at = wid * 8u + lid;
+        gemv_band(lid, wid.x, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
+        let at = wid.x * 8u + lid;
         if (lid < 8u && at < f) {
             glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
         }
-    } else {
-        let t = lid / LANES;
-        let i = min(wid * 4u + t % 4u, f - 1u);
-        let row = gemv_row(lid, wid, select(i, f + i, t >= 4u));
-        if (lid % LANES == 0u) {
-            glu_sh[t] = row.sums[0];
-        }
-        workgroupBarrier();
-        let at = wid * 4u + lid;
-        if (lid < 4u && at < f) {
-            glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
-        }
+        return;
+    }
+    let t = lid / LANES;
+    let i = min(wid.x * 4u + t % 4u, f - 1u);
+    let row = gemv_row(lid, wid.x, select(i, f + i, t >= 4u));
+    if (lid % LANES == 0u) {
+        glu_sh[t] = row.sums[0];
+    }
+    workgroupBarrier();
+    let at = wid.x * 4u + lid;
+    if (lid < 4u && at < f) {
+        glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
     }
 }
 
-// out[at] (m[at] in gemv_mlp) from gate row at's sum g and up row at's u.
+// out[at] from gate row at's sum g and up row at's u.
 fn glu_out(at: u32, g_sum: f32, u_sum: f32) {
     let f = p.rows_w / 2u;
     let g = g_sum * scale_at(at);
     let u = u_sum * scale_at(f + at);
-    let v = g * (1.0 / (1.0 + exp(-g))) * u;
-    if (MLP == 1u) {
-        m[at / 4u][at % 4u] = v;
-    } else {
-        out[p.yr0 * p.n + at] = v;
-    }
-}
-
-// gemv_mlp's gate|up workgroups (the rest are down's).
-var<private> glu_groups: u32;
-
-// gate|up with SwiGLU, then down, for one row (MLP = 1): out = down · SwiGLU(gate|up · x).
-// The grid is gemv_glu's workgroups, then gemv's for down's D rows (8 a workgroup).
-@compute @workgroup_size(256)
-fn gemv_mlp(@builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) n: vec3<u32>) {
-    groups_n = n.x;
-    glu_groups = groups_n - (p.k + 7u) / 8u;
-    if (lid == 0u) {
-        ticket_sh = atomicAdd(&chain[0], 1u);
-    }
-    let t = workgroupUniformLoad(&ticket_sh);
-    if (t < glu_groups) {
-        glu_rows(lid, t);
-        storageBarrier();
-        if (lid == 0u) {
-            atomicAdd(&chain[2], 1u);
-            chain_done();
-        }
-    } else {
-        down = true;
-        gemv_out(lid, t - glu_groups, false);
-    }
+    out[p.yr0 * p.n + at] = g * (1.0 / (1.0 + exp(-g))) * u;
 }

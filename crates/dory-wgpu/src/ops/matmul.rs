@@ -33,7 +33,6 @@ params! {
         kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
         d: u32,
         chunks: u32,
-        unshift_down: f32, // gemv_mlp: the down projection's unshift
     }
 }
 
@@ -102,29 +101,20 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some()
 }
 
-/// Widths of x up to which the few-row kernel forms the residual on the way in by
-/// default (`Options::residual_k`). Every workgroup repeats the residual's reductions:
-/// that pays where a row of h is one vec4 per invocation (on the H200, dory-tiny's 384:
-/// decode 819 tok/s against 751 with the residual's own dispatch) and not on wide rows
-/// (the larger config's 2048: 223 against 249 when each read re-formed y; with y in
-/// workgroup memory 308.8 against 301.1–309.9, bench/logs/h200-2026-12-03d/call-1), which
-/// are chained instead where the adapter allows (`residual_chains`).
-pub const RESIDUAL_MAX_K: usize = 1024;
+/// Widths of x up to which the few-row kernel forms the residual on the way in. Every
+/// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
+/// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
+/// residual's own dispatch) and not on wide rows (the larger config's 2048: 223 against 249
+/// when each read re-formed y; with y in workgroup memory 308.8 against 301.1–309.9,
+/// bench/logs/h200-2026-12-03d/call-1).
+const RESIDUAL_MAX_K: usize = 1024;
 
 /// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
 const X_SHARED_MAX: usize = 1024;
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
 pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    let o = rec.dev().kernels.options;
-    rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= o.residual_k || o.chain)
-}
-
-/// Whether that residual is formed once, by the first of the projection's workgroups,
-/// which the others wait for (gemv.wgsl's RES = 2), rather than by every one of them.
-pub fn residual_chains(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    let o = rec.dev().kernels.options;
-    residual_fuses(rec, w, rows) && !takes_gemv1(rec, w, rows) && w.k > o.residual_k
+    rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
@@ -178,10 +168,7 @@ fn row_fits(rec: &Recorder, w: &Matrix) -> bool {
 pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> String {
     let k = &rec.dev().kernels;
     let o = k.options;
-    let mut pro = ["", " + residual", " + SwiGLU", " + the attention's chunks joined"][prologue(input)];
-    if matches!(input, Input::Residual { .. }) && residual_chains(rec, w, rows) {
-        pro = " + residual, chained";
-    }
+    let pro = ["", " + residual", " + SwiGLU", " + the attention's chunks joined"][prologue(input)];
     if takes_gemv1(rec, w, rows) {
         let name = k.get_spec(k.gemv1[0][0]).name;
         return format!("{name}{pro} (rw {}, unroll {})", o.gemv1.rw, o.gemv1.unroll);
@@ -239,14 +226,13 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let dev = rec.dev().clone();
     let kernels = &dev.kernels;
     let dt = dtype_index(w.dtype);
-    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), 4–6
-    // (the residual's; x and a stand-in where it is not formed) and 7–9 (`chain_binds`).
+    // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
+    // 4–6 (the residual's; x and a stand-in where it is not formed).
     let (gemm, gemv, third) = match input {
         Input::Plain => (kernels.gemm[dt], kernels.gemv[dt], x),
         Input::Scaled(s) => (kernels.gemm_scaled[dt], kernels.gemv_scaled[dt], s),
         Input::Swiglu(s) => (kernels.gemm[dt], kernels.gemv_swiglu[dt], s),
         // One row (`fuses`): the second kernel is never taken.
-        Input::Residual { .. } if residual_chains(rec, w, rows) => (kernels.gemm[dt], [kernels.gemv_chained[dt][0]; 2], x),
         Input::Residual { .. } => (kernels.gemm[dt], [kernels.gemv_residual[dt][0]; 2], x),
         Input::Combine { .. } => (kernels.gemm[dt], [kernels.gemv_combine[dt]; 2], x),
     };
@@ -274,7 +260,6 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             kv_heads,
             d,
             chunks,
-            unshift_down: 1.0,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -285,7 +270,6 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             continue;
         }
         binds.extend(res.iter().cloned());
-        binds.extend(chain_binds(rec, &part.store, None));
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -499,7 +483,6 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
     let kernels = &rec.dev().kernels;
     let dt = dtype_index(gate_up.dtype);
     let kernel = match input {
-        Input::Residual { .. } if residual_chains(rec, gate_up, 1) => kernels.gemv_chained[dt][1],
         Input::Residual { .. } => kernels.gemv_residual[dt][1],
         _ => kernels.gemv_glu[dt],
     };
@@ -513,7 +496,6 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         (3, Bind::Buf(scales.clone())),
     ];
     binds.extend(res);
-    binds.extend(chain_binds(rec, &part.store, None));
     let p = Params {
         kv_heads: 0,
         d: 0,
@@ -529,82 +511,6 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         eps,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
-        unshift_down: 1.0,
     };
-    rec.dispatch(kernel, &binds, &p, [glu_groups(gate_up), 1, 1]);
-}
-
-/// gemv_glu's workgroups for one row of `gate_up`.
-fn glu_groups(gate_up: &Matrix) -> u32 {
-    groups_for(gate_up.n / 2, if gate_up.tiled { 8 } else { 4 })
-}
-
-/// Bindings 7–9 of the few-row kernels: the counters, and gemv_mlp's down projection and m
-/// (`mlp`; elsewhere W's part and the stand-in).
-fn chain_binds(rec: &Recorder, w: &Arc<Store>, mlp: Option<(&Arc<Store>, &Arc<Store>)>) -> [(u32, Bind); 3] {
-    let (down, m) = mlp.unwrap_or((w, rec.none()));
-    [(7, Bind::Buf(rec.counters().clone())), (8, Bind::Buf(down.clone())), (9, Bind::Buf(m.clone()))]
-}
-
-/// Whether `mlp` takes one row of `gate_up` and `down` in one dispatch, x formed as `glu`
-/// forms it: where `glu` takes the row (`glu_fuses`), the adapter lets workgroups wait on
-/// each other (`Options::chain`), and down is gate|up's shape transposed, in one part, held
-/// alike.
-pub fn mlp_fuses(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize, residual: bool) -> bool {
-    let o = rec.dev().kernels.options;
-    o.chain
-        && o.fuse_mlp
-        && glu_fuses(rec, gate_up, rows, residual)
-        && down.parts.len() == 1
-        && (down.dtype, down.tiled) == (gate_up.dtype, gate_up.tiled)
-        && (down.k, down.n) == (gate_up.n / 2, gate_up.k)
-        && down.k % 4 == 0
-}
-
-/// out ← down · m with m = SwiGLU of x[0] · gate_upᵀ (`glu`), in one dispatch (gemv.wgsl's
-/// gemv_mlp; `mlp_fuses` must allow): `glu`'s workgroups, then the projection's, which wait
-/// for m. out must not be bound otherwise (the residual's o, x).
-pub fn mlp(
-    rec: &mut Recorder,
-    (gate_up, down): (&Matrix, &Matrix),
-    (x, m, out): (&Arc<Store>, &Arc<Store>, &Arc<Store>),
-    scales: &Arc<Store>,
-    input: Input,
-) {
-    let residual = matches!(input, Input::Residual { .. });
-    debug_assert!(mlp_fuses(rec, (gate_up, down), 1, residual));
-    let res = match input {
-        Input::Residual { .. } if residual_chains(rec, gate_up, 1) => 2,
-        Input::Residual { .. } => 1,
-        _ => 0,
-    };
-    let kernel = rec.dev().kernels.gemv_mlp[dtype_index(gate_up.dtype)][res];
-    let part = &gate_up.parts[0];
-    let (res_binds, eps) = residual_binds(rec, x, input);
-    let mut binds = vec![
-        (0, Bind::Buf(part.store.clone())),
-        (1, Bind::Buf(x.clone())),
-        (2, Bind::Buf(out.clone())),
-        (3, Bind::Buf(scales.clone())),
-    ];
-    binds.extend(res_binds);
-    binds.extend(chain_binds(rec, &part.store, Some((&down.parts[0].store, m))));
-    let p = Params {
-        kv_heads: 0,
-        d: 0,
-        chunks: 0,
-        k: gate_up.k as u32,
-        g8: gate_up.g8 as u32,
-        n: (gate_up.n / 2) as u32,
-        row0: 0,
-        rows_w: part.rows as u32,
-        xr0: 0,
-        yr0: 0,
-        rows: 1,
-        eps,
-        unshift: gate_up.unshift(),
-        tiled: gate_up.tiled.into(),
-        unshift_down: down.unshift(),
-    };
-    rec.dispatch(kernel, &binds, &p, [glu_groups(gate_up) + groups_for(down.n, 8), 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
 }

@@ -216,19 +216,20 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                 }
 
                 // The MLP after the attention (SwiGLU formed where gate and up meet, for one
-                // row on the GPU, and down in the same dispatch where workgroups chain), twice,
-                // so that the GPU's buffers have changed places in between.
+                // row on the GPU), twice, so that the GPU's hidden state has changed buffers
+                // in between.
                 let (h, o) = (rand_vec(rows * hidden, seed + 7), rand_vec(rows * hidden, seed + 8));
                 let (mut hc, mut oc) = (cpu.put(&h), cpu.put(&o));
                 let (mut hg, mut og) = (gpu.put(&h), gpu.put(&o));
                 let (mut guc, mut gug) = (cpu.poisoned(rows * 2 * ffn), gpu.poisoned(rows * 2 * ffn));
                 let (mut mc, mut mg) = (cpu.poisoned(rows * ffn), gpu.poisoned(rows * ffn));
+                let n = rows * hidden;
                 for round in 0..2 {
                     cpu.mlp(0, &mut hc, &mut oc, &mut guc, &mut mc, rows);
                     gpu.mlp(0, &mut hg, &mut og, &mut gug, &mut mg, rows);
-                    let n = rows * hidden;
-                    check(&name(&format!("mlp round {round}: h"), rows), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
-                    check(&name(&format!("mlp round {round}: out"), rows), &gpu.get(&og, n), &cpu.get(&oc, n), bound);
+                    let what = |x: &str| name(&format!("mlp round {round}: {x}"), rows);
+                    check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
+                    check(&what("out"), &gpu.get(&og, n), &cpu.get(&oc, n), bound);
                 }
 
                 let gu = rand_vec(rows * 2 * ffn, seed + 5);
