@@ -172,15 +172,17 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
 #[test]
 fn attention_then_the_out_projection_matches_the_cpu() {
     for dev in devices() {
-        for (d, kind, window, dtype) in [
-            (8, LayerKind::Full, 7, DType::F32),
-            (48, LayerKind::Full, 7, DType::F16),
-            (48, LayerKind::Sliding, 100, DType::F32),
-            (128, LayerKind::Full, 7, DType::F16),
-            (256, LayerKind::Full, 7, DType::F32),
+        // Hidden widths of 4 d, and one wider than a residual's reductions fit (matmul.rs's
+        // RESIDUAL_MAX_K), which the MLP then forms from the sums the out projection left.
+        for (d, hidden, kind, window, dtype) in [
+            (8, 32, LayerKind::Full, 7, DType::F32),
+            (48, 192, LayerKind::Full, 7, DType::F16),
+            (48, 192, LayerKind::Sliding, 100, DType::F32),
+            (128, 1160, LayerKind::Full, 7, DType::F16),
+            (256, 1024, LayerKind::Full, 7, DType::F32),
         ] {
             let name = if kind == LayerKind::Sliding { "sliding" } else { "full" };
-            let c = config(4 * d, 2, d, 64, &[name], 1, window);
+            let c = config(hidden, 2, d, 64, &[name], 1, window);
             let (_dir, model) = random_model(&c, 70 + d as u64, dtype);
             let (mut cpu, mut gpu) = backends(dev, &model);
             let first = Keys::for_step(kind, window, 70, None);
@@ -191,12 +193,16 @@ fn attention_then_the_out_projection_matches_the_cpu() {
                 let at = Rows { pos0: pos, rows };
                 let next = Keys::for_step(kind, window, rows, None);
                 let y = rand_vec(rows * c.qkvg_width(), 3000 + i as u64);
-                let oc = out_step(&mut cpu, &c, &mut lc, next, at, &y);
+                let h = rand_vec(rows * c.hidden, 4000 + i as u64);
+                let oc = out_step(&mut cpu, &c, &mut lc, next, at, (&y, &h));
                 let before = gpu.dispatches();
-                let og = out_step(&mut gpu, &c, &mut lg, next, at, &y);
-                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 2);
+                let og = out_step(&mut gpu, &c, &mut lg, next, at, (&y, &h));
+                // attend and the out projection, then the MLP's two dispatches (one row).
+                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 4);
                 let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
-                check(&format!("{what}: o"), &og, &oc, BOUND);
+                for (part, (g, c)) in ["o", "the MLP's h", "the MLP's o"].into_iter().zip(og.iter().zip(&oc)) {
+                    check(&format!("{what}: {part}"), g, c, BOUND);
+                }
                 pos += rows;
             }
             // Unless the options keep it off, or the single-row kernel (gemv1, which holds x
@@ -209,22 +215,26 @@ fn attention_then_the_out_projection_matches_the_cpu() {
     }
 }
 
-/// One step of `attend_out` on either backend, the cache laid out first: o.
+/// One step of `attend_out` on either backend, the cache laid out first, then the MLP
+/// after it (whose residual reads h and o): o, then the MLP's h and o.
 fn out_step<B: Io>(
     b: &mut B,
     c: &dory::Config,
     l: &mut Layer<B::Cache>,
     next: Keys,
     at: Rows,
-    qkvg: &[f32],
-) -> Vec<f32> {
+    (qkvg, h): (&[f32], &[f32]),
+) -> [Vec<f32>; 3] {
     let moves = l.keys.moves(&next, at.pos0);
     b.relayout(&mut l.cache, &next, at.end(), &moves).expect("relayout");
     l.keys = next;
     let rope = dory::rope::table(c.rope_theta, c.head_dim, at.pos0, at.rows);
-    let y = b.put(qkvg);
-    let qd = c.q_width();
-    let (mut q, mut z, mut o) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd), b.poisoned(at.rows * c.hidden));
-    b.attend_out(l, (&mut z, &mut o), &mut q, &y, at, Some(&rope[..]));
-    b.get(&o, at.rows * c.hidden)
+    let (y, mut h) = (b.put(qkvg), b.put(h));
+    let (qd, n) = (c.q_width(), at.rows * c.hidden);
+    let (mut q, mut z, mut o) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd), b.poisoned(n));
+    b.attend_out(l, (&mut z, &mut o), &mut q, (&y, &h), at, Some(&rope[..]));
+    let attended = b.get(&o, n);
+    let (mut gu, mut m) = (b.poisoned(at.rows * 2 * c.ffn), b.poisoned(at.rows * c.ffn));
+    b.mlp(l.index, &mut h, &mut o, &mut gu, &mut m, at.rows);
+    [attended, b.get(&h, n), b.get(&o, n)]
 }

@@ -231,6 +231,15 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                     check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
                     check(&what("out"), &gpu.get(&og, n), &cpu.get(&oc, n), bound);
                 }
+                // The residual that closes the MLP with the next q|k|v|gate: for one row on
+                // the GPU, from the sums the down projection left (at any width y_sh holds).
+                let width = c.qkvg_width();
+                let (mut pc, mut pg) = (cpu.poisoned(rows * width), gpu.poisoned(rows * width));
+                cpu.residual_project((0, Part::Mlp), &mut hc, &oc, Mat::Qkvg(0), &mut pc, rows);
+                gpu.residual_project((0, Part::Mlp), &mut hg, &og, Mat::Qkvg(0), &mut pg, rows);
+                let what = |x: &str| name(&format!("residual_project after the mlp: {x}"), rows);
+                check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
+                check(&what("out"), &gpu.get(&pg, rows * width), &cpu.get(&pc, rows * width), bound);
 
                 let gu = rand_vec(rows * 2 * ffn, seed + 5);
                 let (guc, gug) = (cpu.put(&gu), gpu.put(&gu));
