@@ -362,7 +362,7 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
     let out = Store::new(dev, 4 * (rows * n) as u64, "output")?;
     let input = match prologue {
         Prologue::None => Input::Plain,
-        Prologue::Residual => Input::Residual { o: &o, alpha: &scales, h_next: &h_next, eps: 1e-6, sums: None },
+        Prologue::Residual => Input::Residual { o: &o, alpha: &scales, h_next: &h_next, eps: 1e-6 },
         Prologue::Swiglu => Input::Swiglu(&scales),
     };
     let mut rec = Recorder::new(dev.clone())?;

@@ -9,7 +9,7 @@ use dory::cache::{Keys, Near, Rows};
 use dory::nystrom::{Exported, Landmarks};
 
 use crate::error::gpu_err;
-use crate::model::{GpuModel, Matrix};
+use crate::model::GpuModel;
 use crate::ops::attend::{self, Attend, AttendBufs, Prep, Slots};
 use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, matmul, mix, o1, prep, residual, swiglu};
@@ -60,21 +60,6 @@ pub struct Wgpu {
     scratch: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
-    /// The residual's sums a decoded row's out or down projection leaves (matmul::Sums),
-    /// grown as models need, and which residual they are for.
-    sums: Arc<Store>,
-    left: Option<Left>,
-}
-
-/// The residual whose sums the op `op` left: of the hidden state `h` and the projection's
-/// output `o` (their buffers), closing `closes`, in `records` records. Only the op right
-/// after reads them (`Wgpu::sums_for`), so nothing can have changed h or o in between.
-struct Left {
-    h: u64,
-    o: u64,
-    closes: (usize, Part),
-    records: u32,
-    op: u64,
 }
 
 impl Wgpu {
@@ -87,8 +72,6 @@ impl Wgpu {
             q_parts: Store::new(dev, 16, "query parts")?,
             scratch: Store::new(dev, 16, "attention scratch")?,
             rope: None,
-            sums: Store::new(dev, 16, "the residual's sums")?,
-            left: None,
         })
     }
 
@@ -126,39 +109,6 @@ impl Wgpu {
             }
         }
         h.twin.clone()
-    }
-
-    /// o ← x · Wᵀ for one row, x formed as `input` says, leaving the sums of the residual
-    /// of h and o that closes `closes` for the op after (`Left`) where the kernels allow it;
-    /// otherwise a plain `matmul::record`.
-    fn project_leaving(
-        &mut self,
-        w: &Matrix,
-        x: &Arc<Store>,
-        o: &GpuBuf,
-        input: Input,
-        (h, closes): (&GpuBuf, (usize, Part)),
-    ) {
-        if !matmul::leaves_sums(&self.rec, w, 1) {
-            return matmul::record(&mut self.rec, w, x, 0, &o.store, 1, input);
-        }
-        let (records, bytes) = matmul::sums_len(w);
-        if !grown(&mut self.rec, &mut self.sums, bytes as usize, "the residual's sums") {
-            return;
-        }
-        let model = self.model.clone();
-        let alpha = model.layers[closes.0].alpha(closes.1);
-        let sums = matmul::Sums { h: &h.store, alpha, store: &self.sums };
-        matmul::record_sums(&mut self.rec, w, x, &o.store, input, sums);
-        self.left = Some(Left { h: h.store.id, o: o.store.id, closes, records, op: self.rec.ops });
-    }
-
-    /// The records of sums the op just before left for the residual of h and o that
-    /// closes `closes`, if it left them: asked before the op that reads them begins.
-    fn sums_for(&self, h: &GpuBuf, o: &GpuBuf, closes: (usize, Part)) -> Option<u32> {
-        let left = self.left.as_ref()?;
-        let same = left.op == self.rec.ops && left.h == h.store.id && left.o == o.store.id && left.closes == closes;
-        same.then_some(left.records)
     }
 
     /// The step's RoPE table in this submission's uploads, once for all layers.
@@ -208,12 +158,11 @@ impl Wgpu {
     }
 
     /// `Backend::attend`, then with `o` the out projection, which joins the attention's
-    /// chunks on the way in where `matmul::combine_fuses` allows (z is then not written)
-    /// and leaves the sums of the residual of h and o where it can (`project_leaving`).
+    /// chunks on the way in where `matmul::combine_fuses` allows (z is then not written).
     fn attention(
         &mut self,
         layer: &mut Layer<GpuCache>,
-        (z, o): (&mut GpuBuf, Option<(&mut GpuBuf, &GpuBuf)>),
+        (z, o): (&mut GpuBuf, Option<&mut GpuBuf>),
         q: &mut GpuBuf,
         qkvg: &GpuBuf,
         at: Rows,
@@ -279,19 +228,16 @@ impl Wgpu {
             let far = !near.far(at.pos0).is_empty();
             o1::combine(&mut self.rec, c, &bufs, lm, split.chunks, far);
         }
-        let Some((o, h)) = o else { return };
+        let Some(o) = o else { return };
         let (x, input) = match joins {
             true => {
                 let (kv_heads, d) = heads;
-                (self.part.clone(), Input::Combine { qkvg: &qkvg.store, gate_scale, kv_heads, d, chunks: split.chunks })
+                (&self.part, Input::Combine { qkvg: &qkvg.store, gate_scale, kv_heads, d, chunks: split.chunks })
             }
-            false => (z.store.clone(), Input::Plain),
+            false => (&z.store, Input::Plain),
         };
         self.rec.begin_op();
-        if at.rows == 1 {
-            return self.project_leaving(w_out, &x, o, input, (h, (layer.index, Part::Attn)));
-        }
-        matmul::record(&mut self.rec, w_out, &x, 0, &o.store, at.rows, input);
+        matmul::record(&mut self.rec, w_out, x, 0, &o.store, at.rows, input);
     }
 }
 
@@ -386,24 +332,21 @@ impl Backend for Wgpu {
         out: &mut GpuBuf,
         rows: usize,
     ) {
-        let sums = self.sums_for(h, o, (layer, part));
         let model = self.model.clone();
         let w = model.matrix(mat);
         let alpha = model.layers[layer].alpha(part);
-        let eps = model.config.eps;
         if matmul::residual_splits(&self.rec, w, rows) {
             // On the tensor cores the residual writes h in place and cuts x's parts as it goes.
-            let input = Input::Residual { o: &o.store, alpha, h_next: &h.store, eps, sums: None };
+            let input = Input::Residual { o: &o.store, alpha, h_next: &h.store, eps: model.config.eps };
             self.rec.begin_op();
             return matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
         }
-        if !matmul::residual_fuses(&self.rec, w, rows, sums.is_some()) {
+        if !matmul::residual_fuses(&self.rec, w, rows) {
             self.residual(layer, part, h, o, rows);
             return self.project(out, mat, h, rows);
         }
         let Some(twin) = self.twin(h) else { return };
-        let sums = sums.map(|n| (&self.sums, n));
-        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps, sums };
+        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
         self.rec.begin_op();
         matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
         h.twin = Some(std::mem::replace(&mut h.store, twin));
@@ -426,11 +369,11 @@ impl Backend for Wgpu {
         layer: &mut Layer<GpuCache>,
         (z, o): (&mut GpuBuf, &mut GpuBuf),
         q: &mut GpuBuf,
-        (qkvg, h): (&GpuBuf, &GpuBuf),
+        qkvg: &GpuBuf,
         at: Rows,
         rope: Option<&[f32]>,
     ) {
-        self.attention(layer, (z, Some((o, h))), q, qkvg, at, rope);
+        self.attention(layer, (z, Some(o)), q, qkvg, at, rope);
     }
 
     fn export(&mut self, cache: &GpuCache, end: usize) -> dory::Result<Exported> {
@@ -504,20 +447,16 @@ impl Backend for Wgpu {
     fn mlp(&mut self, layer: usize, h: &mut GpuBuf, o: &mut GpuBuf, gu: &mut GpuBuf, m: &mut GpuBuf, rows: usize) {
         let model = self.model.clone();
         let l = &model.layers[layer];
-        let w = &l.gate_up;
-        // Looked up before any op begins (`sums_for`).
-        let sums = self.sums_for(h, o, (layer, Part::Attn));
-        let rec = &self.rec;
-        if matmul::glu_fuses(rec, w, rows, Some(sums.is_some())) {
+        let (rec, w) = (&self.rec, &l.gate_up);
+        if matmul::glu_fuses(rec, w, rows, true) {
             // The residual, gate|up and SwiGLU in one dispatch.
             let Some(twin) = self.twin(h) else { return };
-            let (alpha, eps) = (l.alpha(Part::Attn), model.config.eps);
-            let sums = sums.map(|n| (&self.sums, n));
-            let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps, sums };
+            let input =
+                Input::Residual { o: &o.store, alpha: l.alpha(Part::Attn), h_next: &twin, eps: model.config.eps };
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
             h.twin = Some(std::mem::replace(&mut h.store, twin));
-        } else if matmul::glu_fuses(rec, w, rows, None) && !matmul::residual_fuses(rec, w, rows, false) {
+        } else if matmul::glu_fuses(rec, w, rows, false) && !matmul::residual_fuses(rec, w, rows) {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
@@ -526,9 +465,7 @@ impl Backend for Wgpu {
             self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
             return self.swiglu_down(layer, o, gu, m, rows);
         }
-        // One row (glu_fuses): down, leaving the sums of the residual that closes the MLP.
-        self.rec.begin_op();
-        self.project_leaving(&l.down, &m.store.clone(), o, Input::Plain, (h, (layer, Part::Mlp)));
+        self.project(o, Mat::Down(layer), m, rows);
     }
 
     fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {

@@ -237,10 +237,6 @@ pub struct Options {
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
-    /// A decoded row's out and down projections leave the sums the residual after them
-    /// needs, so that the next projection forms it on rows too wide to reduce in each of
-    /// its workgroups (gemv.wgsl's put_sums).
-    pub fuse_sums: bool,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
@@ -277,7 +273,7 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual,sums,split,combine (or 0: none;
+    /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
@@ -306,7 +302,6 @@ impl Options {
             coop_slicing: Slicing { target: 1024, steps: 4, most: 4 },
             fuse_prep: true,
             fuse_residual: true,
-            fuse_sums: true,
             fuse_split: true,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
@@ -364,7 +359,6 @@ impl Options {
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
-            self.fuse_sums = v.contains("sums");
             self.fuse_split = v.contains("split");
             if !v.contains("combine") {
                 self.combine_bytes = 0;

@@ -132,9 +132,6 @@ pub struct Recorder {
     none: Arc<Store>,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
     pub dispatches: u64,
-    /// Ops begun since this recorder was made: an op can tell whether another came between
-    /// it and the one whose output it reads.
-    pub ops: u64,
     /// With `timed` (and pass timestamps on the device) every submission waits and adds
     /// the GPU time of its pass to `gpu_seconds`: how benchmarks time kernels.
     pub timed: bool,
@@ -206,7 +203,6 @@ impl Recorder {
             join: None,
             none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
-            ops: 0,
             timed: false,
             gpu_seconds: 0.0,
             error: None,
@@ -229,7 +225,6 @@ impl Recorder {
     /// Called at the start of each op: submits what is recorded once it is a batch, so
     /// that one op's dispatches and uploads always share a submission.
     pub fn begin_op(&mut self) {
-        self.ops += 1;
         if self.ahead.parked.is_none() && self.cmds.len() >= self.batch {
             if let Err(e) = self.submit(None) {
                 self.fail(e);

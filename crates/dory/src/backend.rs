@@ -124,14 +124,13 @@ pub trait Backend {
 
     /// `attend`, then o ← z · outᵀ (`Mat::Out` of the layer): the two ops in a row, which a
     /// backend may fuse (the wgpu one joins a decoded row's chunks of keys on the way in
-    /// to the projection, leaving z unwritten). `h` is the hidden state the residual after
-    /// them reads with o (the wgpu one's projection leaves that residual's norms).
+    /// to the projection, leaving z unwritten).
     fn attend_out(
         &mut self,
         layer: &mut Layer<Self::Cache>,
         (z, o): (&mut Self::Buf, &mut Self::Buf),
         q: &mut Self::Buf,
-        (qkvg, _h): (&Self::Buf, &Self::Buf),
+        qkvg: &Self::Buf,
         at: Rows,
         rope: Option<&[f32]>,
     ) {

@@ -474,7 +474,7 @@ impl<B: Backend> Forward<B> {
                 Some(closing) => b.residual_project(closing, &mut sc.h, &sc.o, Mat::Qkvg(i), &mut sc.qkvg, rows),
                 None => b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows),
             }
-            b.attend_out(layer, (&mut sc.z, &mut sc.o), &mut sc.q, (&sc.qkvg, &sc.h), at, rotate.then_some(rope));
+            b.attend_out(layer, (&mut sc.z, &mut sc.o), &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
             b.mlp(i, &mut sc.h, &mut sc.o, &mut sc.gu, &mut sc.m, rows);
             pending = Some((i, Part::Mlp));
         }

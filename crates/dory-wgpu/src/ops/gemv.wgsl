@@ -16,12 +16,6 @@
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
-// A decoded row's residual norms can come from the projection before (bindings 7–9): the
-// out and down projections, with p.sums_out, leave per workgroup the sums over their rows
-// of h², o², (1 − α)²h², α²o² and (1 − α)α·h·o (`put_sums`), and the projection after
-// them, with RES = 1 and p.sums_in (the records to read), forms y from those few hundred
-// numbers (`residual_from_sums`), since ‖y‖² = Σ(1 − α)²h² / ‖h‖² + 2 Σ(1 − α)α·h·o /
-// (‖h‖ ‖o‖) + Σα²o² / ‖o‖²: no reduction over the row, so rows as wide as y_sh holds.
 // The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
 
 override XROWS: u32 = 1u;
@@ -37,22 +31,15 @@ const LANES: u32 = 32u;
 // Bindings 4–6 are ngpt_in.wgsl's, `o`, `alpha` and `h_next`: RES = 1 (bound to x, x and a
 // stand-in elsewhere): the sub-layer output, the residual's alpha, and where workgroup 0
 // writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
-// scale, and the stand-in. Every entry point reaches all three and binding 7 (wgpu derives
-// a pipeline's layout from what its entry point reaches), so that matmul.rs binds every
-// variant alike; those that write out (not gemv_glu) also 8 and 9.
+// scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
+// layout from what its entry point reaches), so that matmul.rs binds every variant alike.
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
 // y (RES = 1) or the attention output (COMBINE = 1), formed once per workgroup: matmul.rs's
-// RESIDUAL_SUMS_MAX_K floats, two vec4s an invocation.
-const RES_K4: u32 = 512u;
+// X_SHARED_MAX floats.
+const RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
-
-// The residual's sums (two vec4s a workgroup of the projection that leaves them), and that
-// projection's h and alpha, as floats.
-@group(0) @binding(7) var<storage, read_write> sums: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read> sum_h: array<f32>;
-@group(0) @binding(9) var<storage, read> sum_alpha: array<f32>;
 
 // The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes
 // to y_sh.
@@ -65,11 +52,6 @@ fn res_put(base: u32, e: u32, y: vec4<f32>) {
 fn residual_prologue(lid: u32, wid: u32) {
     let k4 = p.k / 4u;
     let base = p.xr0 * k4;
-    if (p.sums_in != 0u) {
-        res = residual_from_sums(base, k4, lid, wid);
-        workgroupBarrier();
-        return;
-    }
     res = residual_row(base, k4, lid, p.eps);
     if (wid == 0u) {
         // Each invocation reads the part of y it wrote.
@@ -78,68 +60,6 @@ fn residual_prologue(lid: u32, wid: u32) {
         }
     }
     workgroupBarrier();
-}
-
-// The residual from the sums of p.sums_in records (k4 ≤ RES_K4): each invocation's two
-// vec4s of h, o and alpha are loaded with its records, so that one round trip brings both;
-// y goes to y_sh, and from workgroup 0 N(y) to h_next, once the norms are known.
-fn residual_from_sums(base: u32, k4: u32, lid: u32, wid: u32) -> vec3<f32> {
-    let e1 = lid + 256u;
-    let at0 = min(lid, k4 - 1u);
-    let at1 = min(e1, k4 - 1u);
-    let h0 = x[base + at0];
-    let o0 = o[base + at0];
-    let a0 = alpha[at0];
-    let h1 = x[base + at1];
-    let o1 = o[base + at1];
-    let a1 = alpha[at1];
-    var t = vec4<f32>(0.0);
-    var c = 0.0;
-    for (var g = lid; g < p.sums_in; g = g + 256u) {
-        t += sums[2u * g];
-        c += sums[2u * g + 1u].x;
-    }
-    t = seg_sum4(t, lid, 256u);
-    c = seg_sum(c, lid, 256u);
-    let ih = 1.0 / sqrt(t.x + p.eps);
-    let io = 1.0 / sqrt(t.y + p.eps);
-    let yy = ih * ih * t.z + 2.0 * ih * io * c + io * io * t.w;
-    let r = vec3<f32>(ih, io, 1.0 / sqrt(yy + p.eps));
-    put_y(lid, k4, base, wid, residual_y(h0, o0, a0, ih, io), r.z);
-    put_y(e1, k4, base, wid, residual_y(h1, o1, a1, ih, io), r.z);
-    return r;
-}
-
-fn put_y(e: u32, k4: u32, base: u32, wid: u32, y: vec4<f32>, iy: f32) {
-    if (e < k4) {
-        y_sh[e] = y;
-        if (wid == 0u) {
-            h_next[base + e] = y * iy;
-        }
-    }
-}
-
-// The sums the residual after this projection needs (p.sums_out, one row): this
-// workgroup's rows' h², o², (1 − α)²h², α²o² and (1 − α)α·h·o, into sums[2 wid …]. Every
-// invocation of the workgroup must call it; `mine` where it holds a row's output.
-fn put_sums(lid: u32, wid: u32, row: Row, mine: bool) {
-    var t = vec4<f32>(0.0);
-    var c = 0.0;
-    if (mine) {
-        let i = p.row0 + row.j;
-        let h = sum_h[p.yr0 * p.n + i];
-        let a = sum_alpha[i];
-        let o = row.sums[0];
-        let b = 1.0 - a;
-        t = vec4<f32>(h * h, o * o, b * b * h * h, a * a * o * o);
-        c = b * a * h * o;
-    }
-    t = seg_sum4(t, lid, 256u);
-    c = seg_sum(c, lid, 256u);
-    if (lid == 0u) {
-        sums[2u * wid] = t;
-        sums[2u * wid + 1u] = vec4<f32>(c, 0.0, 0.0, 0.0);
-    }
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.
@@ -317,30 +237,27 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
 // when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, scaled: bool) {
     var row: Row;
-    var mine: bool;
     if (p.tiled != 0u) {
         gemv_band(lid, wid, wid * 8u, 0u, 8u);
-        let i = min(lid, 7u);
-        row = Row(wid * 8u + i, band_sums(0u, 8u, i));
-        mine = lid < 8u;
+        if (lid >= 8u) {
+            return;
+        }
+        row = Row(wid * 8u + lid, band_sums(0u, 8u, lid));
     } else {
         row = gemv_row(lid, wid, wid * 8u + lid / LANES);
-        mine = lid % LANES == 0u;
+        if (lid % LANES != 0u) {
+            return;
+        }
     }
-    mine = mine && row.j < p.rows_w;
-    if (p.sums_out != 0u) {
-        put_sums(lid, wid, row, mine);
-    }
-    if (!mine) {
-        return;
-    }
-    let i = p.row0 + row.j;
-    var s = 1.0;
-    if (scaled) {
-        s = scale_at(i);
-    }
-    for (var r = 0u; r < p.rows; r = r + 1u) {
-        out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
+    if (row.j < p.rows_w) {
+        let i = p.row0 + row.j;
+        var s = 1.0;
+        if (scaled) {
+            s = scale_at(i);
+        }
+        for (var r = 0u; r < p.rows; r = r + 1u) {
+            out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
+        }
     }
 }
 

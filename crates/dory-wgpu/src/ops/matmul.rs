@@ -33,8 +33,6 @@ params! {
         kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
         d: u32,
         chunks: u32,
-        sums_out: u32, // 1: leave the residual's sums (gemv.wgsl's put_sums)
-        sums_in: u32,  // RES = 1: the residual from this many records of sums (0: reduce h and o)
     }
 }
 
@@ -67,15 +65,12 @@ pub enum Input<'a> {
     /// x is h; the projection's input is the nGPT residual of h and `o`, which is also
     /// written to `h_next`: one row (`residual_fuses`; `h_next` is not x), or on the tensor
     /// cores (`residual_splits`), where the residual's own kernel writes h in place (`h_next`
-    /// is x) and cuts its parts for the GEMM. `sums`: the records of the residual's sums
-    /// that the projection producing o left (`Sums`), which a single row's gemv.wgsl then
-    /// reads instead of reducing h and o itself.
+    /// is x) and cuts its parts for the GEMM.
     Residual {
         o: &'a Arc<Store>,
         alpha: &'a Arc<Store>,
         h_next: &'a Arc<Store>,
         eps: f32,
-        sums: Option<(&'a Arc<Store>, u32)>,
     },
     /// x is the partials of the rows' attention in `chunks` chunks (attend.rs), joined and
     /// gated on the way in (`combine_fuses`); the rows of `qkvg` hold the gates.
@@ -95,7 +90,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
     match input {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
-        Input::Residual { sums, .. } => residual_fuses(rec, w, rows, sums.is_some()) || residual_splits(rec, w, rows),
+        Input::Residual { .. } => residual_fuses(rec, w, rows) || residual_splits(rec, w, rows),
         Input::Combine { kv_heads, d, chunks, .. } => combine_fuses(rec, w, rows, (kv_heads, d), chunks),
     }
 }
@@ -114,41 +109,12 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
 /// bench/logs/h200-2026-12-03d/call-1).
 const RESIDUAL_MAX_K: usize = 1024;
 
-/// Widths of x up to which the few-row kernel forms the residual from the sums the
-/// projection before it left (gemv.wgsl's y_sh, RES_K4 vec4s).
-const RESIDUAL_SUMS_MAX_K: usize = 2048;
-
-/// The floats of x gemv.wgsl joins in workgroup memory for the out projection (half its
-/// y_sh; matmul.rs's `combine_fuses`, measured at this width).
+/// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
 const X_SHARED_MAX: usize = 1024;
 
-/// Whether the residual before a projection of `rows` rows of `w` is done by it, `sums`
-/// where the projection before left the residual's sums (`Sums`).
-pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize, sums: bool) -> bool {
-    let o = rec.dev().kernels.options;
-    let width = w.k <= RESIDUAL_MAX_K || sums && o.fuse_sums && w.k <= RESIDUAL_SUMS_MAX_K;
-    rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || width)
-}
-
-/// Where a single row's projection leaves the sums the residual after it needs, besides
-/// its output (gemv.wgsl's put_sums): its h, the residual's alpha, and the buffer for two
-/// vec4s a workgroup (`sums_len`).
-pub struct Sums<'a> {
-    pub h: &'a Arc<Store>,
-    pub alpha: &'a Arc<Store>,
-    pub store: &'a Arc<Store>,
-}
-
-/// Whether a projection of `rows` rows of `w` can leave the residual's sums (`record_sums`):
-/// one row through gemv.wgsl, W in one part.
-pub fn leaves_sums(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    rows == 1 && rec.dev().kernels.options.fuse_sums && !takes_gemv1(rec, w, rows) && w.parts.len() == 1
-}
-
-/// The records of sums a projection of `w` leaves (one a workgroup) and their bytes.
-pub fn sums_len(w: &Matrix) -> (u32, u64) {
-    let groups = groups_for(w.n, 8);
-    (groups, 32 * u64::from(groups))
+/// Whether the residual before a projection of `rows` rows of `w` is done by it.
+pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
+    rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
@@ -250,25 +216,6 @@ fn slices(rec: &Recorder, k: usize, rows: usize, n: usize) -> u32 {
 /// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
 /// `fuses` must allow).
 pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Store>, rows: usize, input: Input) {
-    gemv_or_gemm(rec, w, (x, xr0), out, rows, input, None);
-}
-
-/// `record` of one row, leaving the residual's sums where `sums` says (`leaves_sums` must
-/// allow).
-pub fn record_sums(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, out: &Arc<Store>, input: Input, sums: Sums) {
-    debug_assert!(leaves_sums(rec, w, 1));
-    gemv_or_gemm(rec, w, (x, 0), out, 1, input, Some(sums));
-}
-
-fn gemv_or_gemm(
-    rec: &mut Recorder,
-    w: &Matrix,
-    (x, xr0): (&Arc<Store>, usize),
-    out: &Arc<Store>,
-    rows: usize,
-    input: Input,
-    sums: Option<Sums>,
-) {
     debug_assert!(fuses(rec, w, rows, input));
     if takes_gemv1(rec, w, rows) {
         return row(rec, w, x, xr0, out, input);
@@ -291,13 +238,6 @@ fn gemv_or_gemm(
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
-    let sums_in = sums_in(input);
-    // Bindings 7–9: where the residual's sums go, with h and alpha, or stand-ins.
-    let sums_binds = match &sums {
-        Some(s) => [s.store, s.h, s.alpha],
-        None => [sums_store(rec, input), x, x],
-    }
-    .map(|s| Bind::Buf(s.clone()));
     for part in &w.parts {
         let mut binds = vec![
             (0, Bind::Buf(part.store.clone())),
@@ -320,8 +260,6 @@ fn gemv_or_gemm(
             kv_heads,
             d,
             chunks,
-            sums_out: u32::from(sums.is_some()),
-            sums_in,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -332,7 +270,6 @@ fn gemv_or_gemm(
             continue;
         }
         binds.extend(res.iter().cloned());
-        binds.extend((7..).zip(sums_binds.iter().cloned()));
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -448,7 +385,7 @@ fn cut(
     input: Input,
     layout: residual::Parts,
 ) {
-    if let Input::Residual { o: attended, alpha, h_next, eps, .. } = input {
+    if let Input::Residual { o: attended, alpha, h_next, eps } = input {
         debug_assert!(Arc::ptr_eq(x, h_next) && xr0 == 0, "the residual's split writes h in place");
         return residual::record_split(rec, (x, attended, alpha), k, eps, rows, layout);
     }
@@ -484,7 +421,7 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
         // `combine_fuses` keeps the attention's join from gemv1.
         Input::Plain | Input::Combine { .. } => (x, x, x, &none, 0.0),
         Input::Scaled(s) | Input::Swiglu(s) => (s, x, x, &none, 0.0),
-        Input::Residual { o, alpha, h_next, eps, .. } => (x, o, alpha, h_next, eps),
+        Input::Residual { o, alpha, h_next, eps } => (x, o, alpha, h_next, eps),
     };
     let kernel = match input {
         Input::Scaled(_) => kernels.gemv1_scaled[dt],
@@ -520,39 +457,19 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
 /// stand-in.
 fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind); 3], f32) {
     let (o, alpha, h_next, eps) = match input {
-        Input::Residual { o, alpha, h_next, eps, .. } => (o, alpha, h_next, eps),
+        Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps),
         Input::Combine { qkvg, gate_scale, .. } => (qkvg, gate_scale, rec.none(), 0.0),
         _ => (x, x, rec.none(), 0.0),
     };
     ([(4, Bind::Buf(o.clone())), (5, Bind::Buf(alpha.clone())), (6, Bind::Buf(h_next.clone()))], eps)
 }
 
-/// The records of sums a residual formed on the way in reads (gemv.wgsl's p.sums_in).
-fn sums_in(input: Input) -> u32 {
-    match input {
-        Input::Residual { sums: Some((_, n)), .. } => n,
-        _ => 0,
-    }
-}
-
-/// Binding 7 where the kernel leaves no sums: those it reads, else the stand-in.
-fn sums_store<'a>(rec: &'a Recorder, input: Input<'a>) -> &'a Arc<Store> {
-    match input {
-        Input::Residual { sums: Some((s, _)), .. } => s,
-        _ => rec.none(),
-    }
-}
-
 /// Whether `glu` takes `rows` rows of `gate_up`, with the residual formed on the way in
-/// when `residual` is given, from the producer's sums when it is `Some(true)` (where it
-/// fuses and gemv1 does not take the row): one row of a matrix
+/// when `residual` (where it fuses and gemv1 does not take the row): one row of a matrix
 /// in one part (the workgroups pair gate rows with up rows by index; in tiles, 8 rows to a
 /// half band).
-pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: Option<bool>) -> bool {
-    let x_ok = match residual {
-        None => true,
-        Some(sums) => residual_fuses(rec, gate_up, rows, sums) && !takes_gemv1(rec, gate_up, rows),
-    };
+pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: bool) -> bool {
+    let x_ok = !residual || residual_fuses(rec, gate_up, rows) && !takes_gemv1(rec, gate_up, rows);
     // In tiles, a workgroup pairs 8 rows of gate with the same of up, each half a band.
     let bands = !gate_up.tiled || (gate_up.n / 2) % 8 == 0;
     x_ok && bands && rows == 1 && gate_up.parts.len() == 1
@@ -561,10 +478,7 @@ pub fn glu_fuses(rec: &Recorder, gate_up: &Matrix, rows: usize, residual: Option
 /// m ← silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x[0] · gate_upᵀ, formed where
 /// each g meets its u, x formed as `input` says (`glu_fuses` must allow).
 pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>, scales: &Arc<Store>, input: Input) {
-    let residual = match input {
-        Input::Residual { sums, .. } => Some(sums.is_some()),
-        _ => None,
-    };
+    let residual = matches!(input, Input::Residual { .. });
     debug_assert!(glu_fuses(rec, gate_up, 1, residual) && matches!(input, Input::Plain | Input::Residual { .. }));
     let kernels = &rec.dev().kernels;
     let dt = dtype_index(gate_up.dtype);
@@ -582,13 +496,10 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         (3, Bind::Buf(scales.clone())),
     ];
     binds.extend(res);
-    binds.push((7, Bind::Buf(sums_store(rec, input).clone())));
     let p = Params {
         kv_heads: 0,
         d: 0,
         chunks: 0,
-        sums_out: 0,
-        sums_in: sums_in(input),
         k: gate_up.k as u32,
         g8: gate_up.g8 as u32,
         n: f as u32,

@@ -170,10 +170,10 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
 /// (attention and projection) where its own join would take three; it must have run where
 /// it can.
 #[test]
-fn attention_then_the_out_projection_matches_the_cpu() {
+fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
     for dev in devices() {
-        // Hidden widths of 4 d, and one wider than a residual's reductions fit (matmul.rs's
-        // RESIDUAL_MAX_K), which the MLP then forms from the sums the out projection left.
+        // Hidden widths of 4 d, and one wider than a decoded row's projection forms the
+        // residual on the way in (matmul.rs's RESIDUAL_MAX_K).
         for (d, hidden, kind, window, dtype) in [
             (8, 32, LayerKind::Full, 7, DType::F32),
             (48, 192, LayerKind::Full, 7, DType::F16),
@@ -197,7 +197,8 @@ fn attention_then_the_out_projection_matches_the_cpu() {
                 let oc = out_step(&mut cpu, &c, &mut lc, next, at, (&y, &h));
                 let before = gpu.dispatches();
                 let og = out_step(&mut gpu, &c, &mut lg, next, at, (&y, &h));
-                // attend and the out projection, then the MLP's two dispatches (one row).
+                // attend and the out projection, then the MLP's two dispatches (one row of at
+                // most RESIDUAL_MAX_K).
                 joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 4);
                 let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
                 for (part, (g, c)) in ["o", "the MLP's h", "the MLP's o"].into_iter().zip(og.iter().zip(&oc)) {
@@ -216,7 +217,7 @@ fn attention_then_the_out_projection_matches_the_cpu() {
 }
 
 /// One step of `attend_out` on either backend, the cache laid out first, then the MLP
-/// after it (whose residual reads h and o): o, then the MLP's h and o.
+/// after it (whose residual reads h and the attention's o): o, then the MLP's h and o.
 fn out_step<B: Io>(
     b: &mut B,
     c: &dory::Config,
@@ -232,7 +233,7 @@ fn out_step<B: Io>(
     let (y, mut h) = (b.put(qkvg), b.put(h));
     let (qd, n) = (c.q_width(), at.rows * c.hidden);
     let (mut q, mut z, mut o) = (b.poisoned(at.rows * qd), b.poisoned(at.rows * qd), b.poisoned(n));
-    b.attend_out(l, (&mut z, &mut o), &mut q, (&y, &h), at, Some(&rope[..]));
+    b.attend_out(l, (&mut z, &mut o), &mut q, &y, at, Some(&rope[..]));
     let attended = b.get(&o, n);
     let (mut gu, mut m) = (b.poisoned(at.rows * 2 * c.ffn), b.poisoned(at.rows * c.ffn));
     b.mlp(l.index, &mut h, &mut o, &mut gu, &mut m, at.rows);

@@ -231,8 +231,8 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                     check(&what("h"), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
                     check(&what("out"), &gpu.get(&og, n), &cpu.get(&oc, n), bound);
                 }
-                // The residual that closes the MLP with the next q|k|v|gate: for one row on
-                // the GPU, from the sums the down projection left (at any width y_sh holds).
+                // The residual that closes the MLP with the next q|k|v|gate (fused for one
+                // row of at most RESIDUAL_MAX_K on the GPU), reading the MLP's outputs.
                 let width = c.qkvg_width();
                 let (mut pc, mut pg) = (cpu.poisoned(rows * width), gpu.poisoned(rows * width));
                 cpu.residual_project((0, Part::Mlp), &mut hc, &oc, Mat::Qkvg(0), &mut pc, rows);
