@@ -134,7 +134,7 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 
 if [ "${2:-}" = sweep ]; then
     # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
-    # binary): dory-tiny's decode after pp512, the larger model's at each of SWEEP_DEPTHS
+    # binary, bin:PATH,NAME=VALUE for it under an assignment): dory-tiny's decode after pp512, the larger model's at each of SWEEP_DEPTHS
     # (default 0 and 4k), SWEEP_ARGS added to each; the attention column names the setting.
     # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE="MODEL,WHAT,DEPTH …" (or a bare
     # DEPTH: the larger model's prompt there): also the GPU's time by kernel under each
@@ -156,9 +156,15 @@ if [ "${2:-}" = sweep ]; then
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
         # The binary and the environment assignment (none for defaults or another binary).
+        # bin:PATH,NAME=VALUE: that binary under that assignment.
         bin=$dory
-        case $sw in bin:*) bin=${sw#bin:} ;; esac
-        set_env=$([ "$sw" = defaults ] || [ $bin != $dory ] || echo "$sw")
+        set_env=$([ "$sw" = defaults ] || echo "$sw")
+        case $sw in bin:*)
+            spec=${sw#bin:}
+            bin=${spec%%,*}
+            set_env=$([ "$spec" = "$bin" ] || echo "${spec#*,}")
+            ;;
+        esac
         # Each profile: MODEL,WHAT,DEPTH (MODEL tiny or large, WHAT prompt or decode); a bare
         # depth is the larger model's prompt there. All in one file: a device call returns
         # at most 8.
