@@ -58,8 +58,6 @@ pub struct Wgpu {
     /// grown as steps need.
     q_parts: Arc<Store>,
     scratch: Arc<Store>,
-    /// attend.wgsl's count of chunks done (attend::count_len), grown as steps need.
-    count: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
 }
@@ -73,7 +71,6 @@ impl Wgpu {
             part: Store::new(dev, 16, "attention partials")?,
             q_parts: Store::new(dev, 16, "query parts")?,
             scratch: Store::new(dev, 16, "attention scratch")?,
-            count: Store::new(dev, 16, "attention's chunks done")?,
             rope: None,
         })
     }
@@ -207,16 +204,13 @@ impl Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
-        if !grown(&mut self.rec, &mut self.count, attend::count_len(at.rows, c.kv_heads), "attention's chunks done") {
-            return;
-        }
         let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
         if parts.is_some() && !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch") {
             return;
         }
         let gate_scale = &weights.gate_scale;
         let scratch = parts.is_some().then_some(&self.scratch);
-        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, count: &self.count, scratch };
+        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, scratch };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
             _ => None,

@@ -250,9 +250,6 @@ pub struct Options {
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
-    /// A decoded row's chunks of attention joined by the last of them to finish, in
-    /// attend.wgsl, not by combine.wgsl's dispatch.
-    pub attend_last: bool,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
@@ -281,7 +278,6 @@ impl Options {
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_ATTEND_LAST=0 (a decoded row's chunks joined by combine.wgsl's dispatch),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
@@ -311,7 +307,6 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
-            attend_last: std::env::var("DORY_WGPU_ATTEND_LAST").map_or(true, |v| v != "0"),
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).

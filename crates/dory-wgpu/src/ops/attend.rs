@@ -67,7 +67,7 @@ params! {
     /// attend.wgsl's parameters.
     pub struct Params {
         walk: Walk,
-        flags: u32,   // DIRECT | FUSED | ROTATE | LAST
+        flags: u32,   // DIRECT | FUSED | ROTATE
         row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
         scale: f32,   // λ
         rope_at: u32, // FUSED: prep.wgsl's fields
@@ -80,7 +80,6 @@ params! {
 const DIRECT: u32 = 1;
 const FUSED: u32 = 2;
 const ROTATE: u32 = 4;
-const LAST: u32 = 8;
 
 params! {
     /// The parameters of a prompt's attention in blocks (attend_rows.wgsl, attend_coop.wgsl).
@@ -199,9 +198,6 @@ pub struct AttendBufs<'a> {
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
-    /// attend.wgsl's count of each (row, KV head)'s chunks done (`count_len`), all zeros
-    /// between dispatches.
-    pub count: &'a Arc<Store>,
     /// attend_coop.wgsl's staged operands (`scratch_len`), where it runs.
     pub scratch: Option<&'a Arc<Store>>,
 }
@@ -237,15 +233,12 @@ pub fn record(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: Attend) {
     let kernels = &rec.dev().kernels;
     let combine = kernels.combine;
     let direct = a.join && split.chunks == 1;
-    let blocks = in_blocks(&kernels.options, c.head_dim, at.rows, a.prep.is_some());
-    // Rows of attend.wgsl join their chunks themselves, the last chunk to finish each.
-    let last = a.join && !direct && !blocks && kernels.options.attend_last;
-    if blocks {
+    if in_blocks(&kernels.options, c.head_dim, at.rows, a.prep.is_some()) {
         record_blocks(rec, c, b, &a, direct);
     } else {
-        record_rows(rec, c, b, &a, (direct, last));
+        record_rows(rec, c, b, &a, direct);
     }
-    if direct || last || !a.join {
+    if direct || !a.join {
         return;
     }
     let binds = join_binds(b);
@@ -298,23 +291,14 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
     });
 }
 
-/// The bytes of attend.wgsl's count for a step of `rows` rows.
-pub fn count_len(rows: usize, kv_heads: usize) -> usize {
-    4 * rows * kv_heads
-}
-
-/// attend.wgsl, one row to a workgroup (prepared first when `a.prep` is given), the result
-/// final where `direct`, joined by the last chunk where `last`.
-fn record_rows(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, (direct, last): (bool, bool)) {
+/// attend.wgsl, one row to a workgroup (prepared first when `a.prep` is given).
+fn record_rows(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
     let attend = rec.dev().kernels.attend;
     let mut binds = walk_binds(b);
     binds.extend([(7, Bind::Upload), (8, Bind::Buf(b.prep.q_scale.clone())), (9, Bind::Buf(b.prep.qs.clone()))]);
-    binds.push((10, Bind::Buf(b.count.clone())));
     let prep = a.prep.unwrap_or(Prep { rope_at: None, sample: 0 });
-    let flags = u32::from(direct) * DIRECT
-        + u32::from(a.prep.is_some()) * FUSED
-        + u32::from(prep.rope_at.is_some()) * ROTATE
-        + u32::from(last) * LAST;
+    let flags =
+        u32::from(direct) * DIRECT + u32::from(a.prep.is_some()) * FUSED + u32::from(prep.rope_at.is_some()) * ROTATE;
     let kv = c.kv_heads;
     row_batches(a.at.rows, |row0, n| {
         let p = Params {

@@ -6,10 +6,6 @@
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
 // sealed layer, o1.wgsl's combine_sealed).
 //
-// With `last`, the chunks of a (row, KV head) join themselves: each counts itself done in
-// `count` once its partials are out, and the last to count joins them all into z, as
-// combine.wgsl would in a dispatch of its own (attention.wgsl's join_chunks).
-//
 // With `fused` (a single row), the workgroup first prepares what prep.wgsl would: its four
 // queries q ← N(rope(yq)) ⊙ q_scale and the row's own key k ← N(rope(yk)) and value from
 // qkvg. The chunk that holds the row's position (the last) writes that key and value into
@@ -28,8 +24,6 @@ const DIRECT: u32 = 1u;
 const FUSED: u32 = 2u;
 // Prep rotates (else a full layer with rope_full = false).
 const ROTATE: u32 = 4u;
-// The last chunk to finish joins the chunks.
-const LAST: u32 = 8u;
 
 fn has(flag: u32) -> bool {
     return (p.flags & flag) != 0u;
@@ -48,8 +42,6 @@ fn width() -> u32 {
 @group(0) @binding(7) var<storage, read> up: array<f32>;
 @group(0) @binding(8) var<storage, read> q_scale: array<f32>;
 @group(0) @binding(9) var<storage, read_write> qs: array<f32>;
-// `last`: per (row, KV head), the chunks done; the last to finish sets it back to 0.
-@group(0) @binding(10) var<storage, read_write> count: array<atomic<u32>>;
 
 const WG: u32 = 256u;
 // Keys scored at once: LANES invocations share a key's dot product, so that a short span
@@ -304,10 +296,11 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         run = tile(lid, c, pos, sn, t0, end, run);
     }
     let acc = join_groups(run.acc, lid, d);
+    if (lid >= d) {
+        return;
+    }
     if (has(DIRECT)) {
-        if (lid < d) {
-            gated_into_z(r, c, p.kv_heads, d, lid, acc / run.l, g);
-        }
+        gated_into_z(r, c, p.kv_heads, d, lid, acc / run.l, g);
         return;
     }
     let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + d);
@@ -315,32 +308,5 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         part[base] = run.m;
         part[base + 1u] = run.l;
     }
-    if (lid < d) {
-        part[base + 2u + lid] = acc;
-    }
-    if (has(LAST)) {
-        join_if_last(lid, r, c);
-    }
-}
-
-var<workgroup> done_sh: u32;
-
-// The chunks joined by the last of them to finish. storageBarrier orders memory at the
-// device's scope (naga's SPIR-V: OpControlBarrier with Device memory scope), so this
-// chunk's partials are visible before it counts itself done, and the last one reads the
-// others' only after its count. Every invocation of the workgroup must call it.
-fn join_if_last(lid: u32, r: u32, c: u32) {
-    storageBarrier();
-    let at = r * p.kv_heads + c;
-    if (lid == 0u) {
-        done_sh = atomicAdd(&count[at], 1u);
-    }
-    if (workgroupUniformLoad(&done_sh) + 1u != p.chunks) {
-        return;
-    }
-    storageBarrier();
-    join_chunks(lid, r, c, vec3<u32>(p.kv_heads, p.d, p.chunks), p.d, 0u);
-    if (lid == 0u) {
-        atomicStore(&count[at], 0u);
-    }
+    part[base + 2u + lid] = acc;
 }
