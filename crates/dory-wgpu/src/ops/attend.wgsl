@@ -171,59 +171,14 @@ struct Run {
     acc: vec4<f32>,
 }
 
-// A tile's first round of loads, issued at the start (`ahead`), before the prologue waits on
-// anything: this invocation's key's first four pieces (key_dots' first round) and the
-// first four values of its dim (the value loop's first round), for the keys t0 on. The
-// row's own key and value are not in the cache yet: where a key is the row's own (OWN), the
-// tile reads them from workgroup memory instead, and what was loaded here goes unused.
-struct Ahead {
-    k0: vec4<f32>,
-    k1: vec4<f32>,
-    k2: vec4<f32>,
-    k3: vec4<f32>,
-    v0: f32,
-    v1: f32,
-    v2: f32,
-    v3: f32,
-}
-
-// The cache slot of step i of the walk, clamped below `end` (at least 1: an empty chunk
-// loads its row's last key, unused), for `ahead`.
-fn slot_ahead(sn: Seen, i: u32, end: u32) -> u32 {
-    return slot_of(walk_at(sn, min(i, end - 1u)));
-}
-
-fn ahead(lid: u32, c: u32, sn: Seen, t0: u32, end: u32) -> Ahead {
-    let d = p.d;
-    let d4 = d / 4u;
-    let lane = lid % LANES;
-    let kb = (slot_ahead(sn, t0 + lid / LANES, end) * p.kv_heads * d + c * d) / 4u;
-    let k = array<u32, 4>(kb + min(lane, d4 - 1u), kb + min(lane + LANES, d4 - 1u), kb + min(lane + 2u * LANES, d4 - 1u),
-        kb + min(lane + 3u * LANES, d4 - 1u));
-    let groups = WG / d;
-    let group = lid / d;
-    let vb = c * d + lid % d;
-    let width = p.kv_heads * d;
-    let v0 = vc[slot_ahead(sn, t0 + group, end) * width + vb];
-    let v1 = vc[slot_ahead(sn, t0 + group + groups, end) * width + vb];
-    let v2 = vc[slot_ahead(sn, t0 + group + 2u * groups, end) * width + vb];
-    let v3 = vc[slot_ahead(sn, t0 + group + 3u * groups, end) * width + vb];
-    return Ahead(kc[k[0]], kc[k[1]], kc[k[2]], kc[k[3]], v0, v1, v2, v3);
-}
-
 // The four queries' dot products with the key in `slot` (OWN: the row's own), over the
 // dims lane, lane + LANES, … of it: four pieces of the key loaded before any is used, so
-// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop); the
-// first four from `a` where `early` (the first tile) and the key is in the cache.
-fn key_dots(slot: u32, c: u32, lane: u32, a: Ahead, early: bool) -> vec4<f32> {
+// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop).
+fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
     let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
     var dots = vec4<f32>(0.0);
     var e = lane;
-    if (early && slot != OWN && e + 3u * LANES < d4) {
-        dots = q_dots(a.k0, e) + q_dots(a.k1, e + LANES) + q_dots(a.k2, e + 2u * LANES) + q_dots(a.k3, e + 3u * LANES);
-        e = e + 4u * LANES;
-    }
     for (; e + 3u * LANES < d4; e = e + 4u * LANES) {
         let k0 = key4(slot, kb, e);
         let k1 = key4(slot, kb, e + LANES);
@@ -250,11 +205,6 @@ fn q_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
     return vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
 }
 
-// A value loaded ahead (`v`), or the row's own from workgroup memory.
-fn early_value(slot: u32, v: f32, dim: u32) -> f32 {
-    return select(v, own_v[dim], slot == OWN);
-}
-
 fn value(slot: u32, c: u32, dim: u32) -> f32 {
     if (slot == OWN) {
         return own_v[dim];
@@ -263,9 +213,8 @@ fn value(slot: u32, c: u32, dim: u32) -> f32 {
 }
 
 // Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
-// `run`: LANES invocations score each key, then the value sum is cut into dims × groups;
-// the first round of loads from `a` where `early`.
-fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run, a: Ahead, early: bool) -> Run {
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
     let key = lid / LANES;
     let lane = lid % LANES;
     let i = t0 + key;
@@ -278,7 +227,7 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run, a: Ah
         if (has(FUSED) && j == pos) {
             slot = OWN;
         }
-        dots = key_dots(slot, c, lane, a, early);
+        dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
     let top = max(run.m, seg_max4(s, lid, WG));
@@ -303,14 +252,6 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run, a: Ah
         // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
         var jj = group;
-        if (early && jj + 3u * groups < count) {
-            let v0 = early_value(s_sh[jj], a.v0, dim);
-            let v1 = early_value(s_sh[jj + groups], a.v1, dim);
-            let v2 = early_value(s_sh[jj + 2u * groups], a.v2, dim);
-            let v3 = early_value(s_sh[jj + 3u * groups], a.v3, dim);
-            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
-            jj = jj + 4u * groups;
-        }
         for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
             let v0 = value(s_sh[jj], c, dim);
             let v1 = value(s_sh[jj + groups], c, dim);
@@ -333,12 +274,7 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let r = wid.z + p.row0;
     let d = p.d;
     let pos = p.pos0 + r;
-    let sn = seen(pos);
-    let start = min(ch * p.per, sn.n);
-    let end = min(start + p.per, sn.n);
-    // The first tile's keys and values, and the gates of a direct result (dims past d:
-    // unused), loaded before the row's waits.
-    let a = ahead(lid, c, sn, start, max(end, 1u));
+    // The gates of a direct result, loaded before the row's waits (dims past d: unused).
     var g = vec4<f32>(0.0);
     if (has(DIRECT) && lid < d) {
         g = gates(r, c, p.kv_heads, d, lid);
@@ -352,9 +288,12 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         }
     }
     workgroupBarrier();
+    let sn = seen(pos);
+    let start = min(ch * p.per, sn.n);
+    let end = min(start + p.per, sn.n);
     var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        run = tile(lid, c, pos, sn, t0, end, run, a, t0 == start);
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
     let acc = join_groups(run.acc, lid, d);
     if (lid >= d) {
