@@ -347,6 +347,40 @@ mod tests {
         }
     }
 
+    /// One thread's matrix-vector product per storage, on the benchmark config's shapes
+    /// (in cache), interleaved: multiply-adds a second, where each storage's decode stands
+    /// when it is bound by its instructions rather than by memory:
+    /// `cargo test --release -p dory --lib -- --ignored gemv_speed --nocapture`.
+    #[test]
+    #[ignore]
+    fn gemv_speed() {
+        let isa = Isa::best();
+        // q|k|v|gate, out, gate|up, down of bench/configs-bench-cpu.json ([n, k]).
+        let shapes = [(960, 384), (384, 384), (2048, 384), (384, 1024)];
+        let names = ["f32", "f16", "bf16", "q8_0"];
+        let mats: Vec<Vec<Matrix>> =
+            (0..4).map(|kind| shapes.iter().map(|&(n, k)| matrix(kind, n, k, kind as u64).0).collect()).collect();
+        let macs: usize = shapes.iter().map(|&(n, k)| n * k).sum();
+        let (x, mut out) = (rand_vec(1024, 7), vec![0.0f32; 2048]);
+        let mut rates = vec![vec![]; 4];
+        for _ in 0..25 {
+            for (kind, ms) in mats.iter().enumerate() {
+                let t = std::time::Instant::now();
+                for _ in 0..20 {
+                    for (m, &(n, k)) in ms.iter().zip(&shapes) {
+                        isa::gemv(isa, &mut out[..n], m.rows(), &x[..k]);
+                        std::hint::black_box(&out);
+                    }
+                }
+                rates[kind].push(20.0 * macs as f64 / t.elapsed().as_secs_f64() / 1e9);
+            }
+        }
+        for (name, r) in names.iter().zip(&mut rates) {
+            r.sort_by(f64::total_cmp);
+            println!("{isa:?} {name}: {:.1} GMAC/s (median of 25; {:.1}–{:.1})", r[12], r[0], r[24]);
+        }
+    }
+
     #[test]
     fn rows_widen_from_the_right_part() {
         let (a, ea) = matrix(2, 3, 32, 1);
