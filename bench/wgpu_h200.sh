@@ -40,7 +40,9 @@
 #   bench/wgpu_h200.sh run sweep  decode of dory-tiny (after pp512) and of the
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
-#                              bin:PATH another binary); SWEEP_TESTS=1 the GPU tests first (also with 2 × 2 GEMM subgroups),
+#                              bin:PATH another binary, bin:PATH,NAME=VALUE it under an
+#                              assignment); SWEEP_TESTS=1 the GPU tests first (also with
+#                              2 × 2 GEMM subgroups),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_TESTS_ALSO="NAME=VALUE …" the tests again under each,
@@ -134,8 +136,9 @@ room() { [ $SECONDS -lt $((budget - $1)) ] || { echo "(skipped: $2, time budget 
 
 if [ "${2:-}" = sweep ]; then
     # One setting at a time (SWEEP: assignments, "defaults" for none, bin:PATH for another
-    # binary, bin:PATH,NAME=VALUE for it under an assignment): dory-tiny's decode after pp512, the larger model's at each of SWEEP_DEPTHS
-    # (default 0 and 4k), SWEEP_ARGS added to each; the attention column names the setting.
+    # binary, bin:PATH,NAME=VALUE for it under an assignment): dory-tiny's decode after
+    # pp512, the larger model's at each of SWEEP_DEPTHS (default 0 and 4k), SWEEP_ARGS added
+    # to each; the attention column names the setting.
     # SWEEP_TESTS=1: the GPU tests first; SWEEP_PROFILE="MODEL,WHAT,DEPTH …" (or a bare
     # DEPTH: the larger model's prompt there): also the GPU's time by kernel under each
     # setting.
@@ -155,8 +158,8 @@ if [ "${2:-}" = sweep ]; then
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
-        # The binary and the environment assignment (none for defaults or another binary).
-        # bin:PATH,NAME=VALUE: that binary under that assignment.
+        # The binary and the environment assignment (none for defaults, or for another
+        # binary unless it names one: bin:PATH,NAME=VALUE).
         bin=$dory
         set_env=$([ "$sw" = defaults ] || echo "$sw")
         case $sw in bin:*)

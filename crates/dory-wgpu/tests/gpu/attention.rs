@@ -168,7 +168,8 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
 /// head dims whose partials fit the join and d 256, whose stop fitting as the chunks grow,
 /// in a full layer and a ring. Where a decoded row's join runs, it takes two dispatches
 /// (attention and projection) where its own join would take three; it must have run where
-/// it can.
+/// it can. Then the MLP after them, whose residual reads the projection's output (at one
+/// hidden width wider than the GPU's fused residual takes).
 #[test]
 fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
     for dev in devices() {
@@ -197,8 +198,8 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
                 let oc = out_step(&mut cpu, &c, &mut lc, next, at, (&y, &h));
                 let before = gpu.dispatches();
                 let og = out_step(&mut gpu, &c, &mut lg, next, at, (&y, &h));
-                // attend and the out projection, then the MLP's two dispatches (one row of at
-                // most RESIDUAL_MAX_K).
+                // The join's two dispatches, then the MLP's two (a row of at most
+                // RESIDUAL_MAX_K: the residual formed by gate|up).
                 joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 4);
                 let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
                 for (part, (g, c)) in ["o", "the MLP's h", "the MLP's o"].into_iter().zip(og.iter().zip(&oc)) {
