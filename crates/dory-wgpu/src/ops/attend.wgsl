@@ -186,14 +186,9 @@ fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
         let k3 = key4(slot, kb, e + 3u * LANES);
         dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
     }
-    // The rest (at most three pieces: all of a narrow head's), loaded before any is used.
-    let last = d4 - 1u;
-    let k0 = key4(slot, kb, min(e, last));
-    let k1 = key4(slot, kb, min(e + LANES, last));
-    let k2 = key4(slot, kb, min(e + 2u * LANES, last));
-    dots += select(vec4<f32>(0.0), q_dots(k0, min(e, last)), e < d4);
-    dots += select(vec4<f32>(0.0), q_dots(k1, min(e + LANES, last)), e + LANES < d4);
-    dots += select(vec4<f32>(0.0), q_dots(k2, min(e + 2u * LANES, last)), e + 2u * LANES < d4);
+    for (; e < d4; e = e + LANES) {
+        dots += q_dots(key4(slot, kb, e), e);
+    }
     return dots;
 }
 
@@ -254,23 +249,9 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     let group = lid / d;
     let dim = lid % d;
     if (group < groups) {
-        // Eight keys' values loaded before any is used (as in key_dots), then four, then the
-        // rest (at most three) at once.
+        // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
         var jj = group;
-        for (; jj + 7u * groups < count; jj = jj + 8u * groups) {
-            let v0 = value(s_sh[jj], c, dim);
-            let v1 = value(s_sh[jj + groups], c, dim);
-            let v2 = value(s_sh[jj + 2u * groups], c, dim);
-            let v3 = value(s_sh[jj + 3u * groups], c, dim);
-            let v4 = value(s_sh[jj + 4u * groups], c, dim);
-            let v5 = value(s_sh[jj + 5u * groups], c, dim);
-            let v6 = value(s_sh[jj + 6u * groups], c, dim);
-            let v7 = value(s_sh[jj + 7u * groups], c, dim);
-            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
-            acc += w_sh[jj + 4u * groups] * v4 + w_sh[jj + 5u * groups] * v5 + w_sh[jj + 6u * groups] * v6
-                + w_sh[jj + 7u * groups] * v7;
-        }
         for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
             let v0 = value(s_sh[jj], c, dim);
             let v1 = value(s_sh[jj + groups], c, dim);
@@ -278,13 +259,9 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
             let v3 = value(s_sh[jj + 3u * groups], c, dim);
             acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
         }
-        let last = count - 1u;
-        let u0 = value(s_sh[min(jj, last)], c, dim);
-        let u1 = value(s_sh[min(jj + groups, last)], c, dim);
-        let u2 = value(s_sh[min(jj + 2u * groups, last)], c, dim);
-        acc += select(vec4<f32>(0.0), w_sh[min(jj, last)] * u0, jj < count);
-        acc += select(vec4<f32>(0.0), w_sh[min(jj + groups, last)] * u1, jj + groups < count);
-        acc += select(vec4<f32>(0.0), w_sh[min(jj + 2u * groups, last)] * u2, jj + 2u * groups < count);
+        for (; jj < count; jj = jj + groups) {
+            acc += w_sh[jj] * value(s_sh[jj], c, dim);
+        }
     }
     workgroupBarrier();
     return Run(top, l, acc);
