@@ -126,6 +126,10 @@ impl GpuDevice {
         if coop {
             required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
+        let coherent = features.contains(wgpu::Features::MEMORY_DECORATION_COHERENT);
+        if coherent {
+            required |= wgpu::Features::MEMORY_DECORATION_COHERENT;
+        }
         let pass_timestamps = timed && features.contains(wgpu::Features::TIMESTAMP_QUERY);
         if pass_timestamps {
             required |= wgpu::Features::TIMESTAMP_QUERY;
@@ -162,7 +166,8 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let options = Options { mlp_groups: mlp_groups(&info), ..Options::new(reduce, coop, workgroup_bytes) };
+        let mlp_groups = if coherent { mlp_groups(&info) } else { 0 };
+        let options = Options { mlp_groups, ..Options::new(reduce, coop, workgroup_bytes) };
         let kernels = Kernels::new(&device, options)?;
         let caps = Caps {
             reduce,

@@ -505,8 +505,8 @@ pub struct Kernels {
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; 3],
     /// One row of gate|up with SwiGLU, then down, in one dispatch: [dtype][x plain, the
-    /// residual formed on the way in].
-    pub gemv_mlp: [[KernelId; 2]; 3],
+    /// residual formed on the way in] (where `Options::mlp_groups` is not 0).
+    pub gemv_mlp: Option<[[KernelId; 2]; 3]>,
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; 3],
     pub gemv1_scaled: [KernelId; 3],
@@ -609,7 +609,9 @@ impl Kernels {
         });
         let gemv_combine =
             DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-        let gemv_mlp = DTYPES.map(|dt| [0.0, 1.0].map(|res| b.add("mlp", "gemv_mlp", &[("DTYPE", dt), ("RES", res)])));
+        let gemv_mlp = (options.mlp_groups > 0).then(|| {
+            DTYPES.map(|dt| [0.0, 1.0].map(|res| b.add("mlp", "gemv_mlp", &[("DTYPE", dt), ("RES", res)])))
+        });
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();

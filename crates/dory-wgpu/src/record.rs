@@ -204,7 +204,7 @@ impl Recorder {
             scales: None,
             join: None,
             none: Store::new(&dev, 16, "unused")?,
-            queue: Store::new(&dev, 16, "queue")?,
+            queue: Store::new(&dev, 1024, "queue")?,
             dispatches: 0,
             timed: false,
             gpu_seconds: 0.0,

@@ -551,7 +551,8 @@ pub fn mlp(
 ) {
     let residual = matches!(input, Input::Residual { .. });
     debug_assert!(mlp_fuses(rec, (gate_up, down), 1, residual) && matches!(input, Input::Plain | Input::Residual { .. }));
-    let kernel = rec.dev().kernels.gemv_mlp[dtype_index(gate_up.dtype)][usize::from(residual)];
+    let Some(kernels) = rec.dev().kernels.gemv_mlp else { unreachable!("mlp_fuses checks mlp_groups") };
+    let kernel = kernels[dtype_index(gate_up.dtype)][usize::from(residual)];
     let (res, eps) = residual_binds(rec, x, input);
     let mut binds = vec![
         (0, Bind::Buf(gate_up.parts[0].store.clone())),

@@ -10,14 +10,21 @@
 // workgroup takes its next ticket while its current item's first loads are in flight.
 // The last workgroup to finish zeroes the counters for the next dispatch.
 
-// [0] gate|up tickets taken, [1] down tickets taken, [2] gate|up items done, [3]
-// workgroups done; all zero between dispatches.
-@group(0) @binding(7) var<storage, read_write> queue: array<atomic<u32>, 4>;
+// Four counters, each on its own 256 bytes, so that the polls of one do not queue behind
+// the others' updates: TAKEN_GLU and TAKEN_DOWN the tickets taken, GLU_DONE the gate|up
+// items done, GROUPS_DONE the workgroups done; all zero between dispatches.
+@group(0) @binding(7) var<storage, read_write> queue: array<atomic<u32>, 256>;
+const TAKEN_GLU: u32 = 0u;
+const TAKEN_DOWN: u32 = 64u;
+const GLU_DONE: u32 = 128u;
+const GROUPS_DONE: u32 = 192u;
 // The down projection, in W's dtype and order, and m (down's x), in floats: a float of a
 // vec4 stored alone was a store of the whole vec4 on lavapipe (and likely the H200), so
 // that items writing beside each other lost each other's floats.
 @group(0) @binding(8) var<storage, read> w_down: array<vec4<u32>>;
-@group(0) @binding(9) var<storage, read_write> m: array<f32>;
+// Coherent, so that a workgroup's loads of m see what others stored before they counted
+// their items done (without it the H200 and lavapipe read m unwritten now and then).
+@coherent @group(0) @binding(9) var<storage, read_write> m: array<f32>;
 
 // Whether the workgroup works on down items (all its invocations alike).
 var<private> down: bool;
@@ -50,7 +57,7 @@ fn glu_put(at: u32, v: f32) {
 // forming (a down item, or a gate|up item after the workgroup's first).
 fn mlp_prologue(lid: u32) -> bool {
     if (lid == 0u) {
-        tickets_sh[1u - slot] = atomicAdd(&queue[select(0u, 1u, down)], 1u);
+        tickets_sh[1u - slot] = atomicAdd(&queue[select(TAKEN_GLU, TAKEN_DOWN, down)], 1u);
     }
     let was = ready;
     ready = true;
@@ -69,13 +76,13 @@ fn mlp_prologue(lid: u32) -> bool {
 // adds 0: lavapipe read an atomicLoad in such a loop once, so its waits ended at once.
 fn wait_done(items: u32) {
     for (var polls = 0u; polls < 0xffffffffu; polls = polls + 1u) {
-        if (atomicAdd(&queue[2], 0u) >= items) {
+        if (atomicAdd(&queue[GLU_DONE], 0u) >= items) {
             break;
         }
     }
 }
 
-// The ticket in the next slot, taken from queue i; every invocation must call it.
+// The ticket in the next slot, taken from counter i; every invocation must call it.
 fn take(lid: u32, i: u32) -> u32 {
     slot = 1u - slot;
     if (lid == 0u) {
@@ -93,7 +100,7 @@ fn next(lid: u32) -> u32 {
 @compute @workgroup_size(256)
 fn gemv_mlp(@builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) n: vec3<u32>) {
     let items = glu_groups();
-    var t = take(lid, 0u);
+    var t = take(lid, TAKEN_GLU);
     loop {
         if (t >= items) {
             break;
@@ -102,13 +109,13 @@ fn gemv_mlp(@builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) 
         // The item's part of m out, then counted.
         storageBarrier();
         if (lid == 0u) {
-            atomicAdd(&queue[2], 1u);
+            atomicAdd(&queue[GLU_DONE], 1u);
         }
         t = next(lid);
     }
     down = true;
     ready = false;
-    t = take(lid, 1u);
+    t = take(lid, TAKEN_DOWN);
     loop {
         if (t >= (p.k + 7u) / 8u) {
             break;
@@ -116,9 +123,9 @@ fn gemv_mlp(@builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) 
         gemv_out(lid, t, false);
         t = next(lid);
     }
-    if (lid == 0u && atomicAdd(&queue[3], 1u) + 1u == n.x) {
+    if (lid == 0u && atomicAdd(&queue[GROUPS_DONE], 1u) + 1u == n.x) {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            atomicStore(&queue[i], 0u);
+            atomicStore(&queue[64u * i], 0u);
         }
     }
 }
