@@ -96,20 +96,19 @@ impl Wgpu {
         self.rec.submit(Some((&none, 4))).map(|_| ())
     }
 
-    /// b's twin, where a kernel that reads b writes b's next value: the new hidden state
-    /// where a projection forms the residual, the MLP's output where its dispatch reads the
-    /// attention's (made on first use; None after an error, which the recorder then holds).
-    fn twin(&mut self, b: &mut GpuBuf) -> Option<Arc<Store>> {
-        if b.twin.is_none() {
-            match Store::new(&self.model.dev, b.store.bytes, "twin") {
-                Ok(s) => b.twin = Some(s),
+    /// h's twin, where a projection that forms the residual writes the new hidden state
+    /// (made on first use; None after an error, which the recorder then holds).
+    fn twin(&mut self, h: &mut GpuBuf) -> Option<Arc<Store>> {
+        if h.twin.is_none() {
+            match Store::new(&self.model.dev, h.store.bytes, "hidden state") {
+                Ok(s) => h.twin = Some(s),
                 Err(e) => {
                     self.rec.fail(e);
                     return None;
                 }
             }
         }
-        b.twin.clone()
+        h.twin.clone()
     }
 
     /// The step's RoPE table in this submission's uploads, once for all layers.
@@ -449,39 +448,24 @@ impl Backend for Wgpu {
         let model = self.model.clone();
         let l = &model.layers[layer];
         let (rec, w) = (&self.rec, &l.gate_up);
-        // The residual formed by gate|up's kernel, or by its own dispatch before it.
-        let residual = matmul::glu_fuses(rec, w, rows, true);
-        if !residual && !(matmul::glu_fuses(rec, w, rows, false) && !matmul::residual_fuses(rec, w, rows)) {
+        if matmul::glu_fuses(rec, w, rows, true) {
+            // The residual, gate|up and SwiGLU in one dispatch.
+            let Some(twin) = self.twin(h) else { return };
+            let input =
+                Input::Residual { o: &o.store, alpha: l.alpha(Part::Attn), h_next: &twin, eps: model.config.eps };
+            self.rec.begin_op();
+            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
+            h.twin = Some(std::mem::replace(&mut h.store, twin));
+        } else if matmul::glu_fuses(rec, w, rows, false) && !matmul::residual_fuses(rec, w, rows) {
+            self.residual(layer, Part::Attn, h, o, rows);
+            self.rec.begin_op();
+            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
+        } else {
             // The residual with gate|up (gemv1's prologue, or its own dispatch), SwiGLU with down.
             self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);
             return self.swiglu_down(layer, o, gu, m, rows);
         }
-        let fused = matmul::mlp_fuses(rec, (w, &l.down), rows, residual);
-        if !residual {
-            self.residual(layer, Part::Attn, h, o, rows);
-        }
-        let h_next = if residual { self.twin(h) } else { Some(h.store.clone()) };
-        // The dispatch that forms the residual reads o: the MLP's output goes to o's twin.
-        let out = if fused && residual { self.twin(o) } else { Some(o.store.clone()) };
-        let (Some(h_next), Some(out)) = (h_next, out) else { return };
-        let input = match residual {
-            true => Input::Residual { o: &o.store, alpha: l.alpha(Part::Attn), h_next: &h_next, eps: model.config.eps },
-            false => Input::Plain,
-        };
-        self.rec.begin_op();
-        if fused {
-            matmul::mlp(&mut self.rec, (w, &l.down), (&h.store, &m.store, &out), &l.mlp_scales, input);
-        } else {
-            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
-        }
-        if residual {
-            h.twin = Some(std::mem::replace(&mut h.store, h_next));
-        }
-        if !fused {
-            self.project(o, Mat::Down(layer), m, rows);
-        } else if residual {
-            o.twin = Some(std::mem::replace(&mut o.store, out));
-        }
+        self.project(o, Mat::Down(layer), m, rows);
     }
 
     fn swiglu_down(&mut self, layer: usize, out: &mut GpuBuf, gu: &GpuBuf, m: &mut GpuBuf, rows: usize) {

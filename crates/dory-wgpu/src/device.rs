@@ -126,10 +126,6 @@ impl GpuDevice {
         if coop {
             required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
-        let coherent = features.contains(wgpu::Features::MEMORY_DECORATION_COHERENT);
-        if coherent {
-            required |= wgpu::Features::MEMORY_DECORATION_COHERENT;
-        }
         let pass_timestamps = timed && features.contains(wgpu::Features::TIMESTAMP_QUERY);
         if pass_timestamps {
             required |= wgpu::Features::TIMESTAMP_QUERY;
@@ -166,9 +162,7 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let mlp_groups = if coherent { mlp_groups(&info) } else { 0 };
-        let options = Options { mlp_groups, ..Options::new(reduce, coop, workgroup_bytes) };
-        let kernels = Kernels::new(&device, options)?;
+        let kernels = Kernels::new(&device, Options::new(reduce, coop, workgroup_bytes))?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
@@ -228,18 +222,6 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
             .cooperative_matrix_properties()
             .iter()
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
-}
-
-/// `Options::mlp_groups`: persistent workgroups on NVIDIA's adapters (two a multiprocessor
-/// of the H200), known to keep running workgroups going while one polls, and measured
-/// there; none elsewhere, or as DORY_WGPU_MLP_GROUPS=N says (0: the MLP in two
-/// dispatches). On lavapipe the kernel's waits across workgroups read m before other
-/// workgroups had written it (two threads, not one; the cause not found), so the tests run
-/// it there in one workgroup.
-fn mlp_groups(info: &wgpu::AdapterInfo) -> u32 {
-    const NVIDIA: u32 = 0x10de;
-    let known = if info.vendor == NVIDIA { 264 } else { 0 };
-    std::env::var("DORY_WGPU_MLP_GROUPS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(known)
 }
 
 /// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of

@@ -65,10 +65,6 @@ libs! {
     Blocks => "ops/blocks.wgsl",
     /// A row's split attention joined where a projection reads it.
     Join => "ops/join.wgsl",
-    /// gemv.wgsl's hooks for the plain projections.
-    MlpNone => "ops/mlp_none.wgsl",
-    /// gemv.wgsl's hooks and entry point for a decoded row's MLP in one dispatch.
-    Mlp => "ops/mlp.wgsl",
 }
 
 /// One WGSL module: an op's file, its parameters (the fields of its `struct P`), the
@@ -92,13 +88,7 @@ pub const MODULES: &[Module] = &[
         "gemv",
         include_str!("ops/gemv.wgsl"),
         matmul::Params::FIELDS,
-        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join, Lib::MlpNone],
-    ),
-    module(
-        "mlp",
-        include_str!("ops/gemv.wgsl"),
-        matmul::Params::FIELDS,
-        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join, Lib::Mlp],
+        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join],
     ),
     module("gemv1", include_str!("ops/gemv1.wgsl"), matmul::RowParams::FIELDS, &[Lib::Dtype, Lib::Ngpt, Lib::NgptIn]),
     module("gemm", include_str!("ops/gemm.wgsl"), matmul::Params::FIELDS, &[Lib::Dtype, Lib::Matmul]),
@@ -249,9 +239,6 @@ pub struct Options {
     pub fuse_residual: bool,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
-    /// The workgroups of a decoded row's MLP in one dispatch (mlp.wgsl), which wait on each
-    /// other's items (device.rs's `mlp_groups` says where); 0: the MLP in two dispatches.
-    pub mlp_groups: u32,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
     /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
     /// cores (in `split.wgsl`); 0: neither.
@@ -316,7 +303,6 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
-            mlp_groups: 0,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
@@ -364,7 +350,6 @@ impl Options {
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;
         }
-
         o.fusion_from_env();
         o
     }
@@ -504,9 +489,6 @@ pub struct Kernels {
     pub gemv_residual: [[KernelId; 2]; 3],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; 3],
-    /// One row of gate|up with SwiGLU, then down, in one dispatch: [dtype][x plain, the
-    /// residual formed on the way in] (where `Options::mlp_groups` is not 0).
-    pub gemv_mlp: Option<[[KernelId; 2]; 3]>,
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; 3],
     pub gemv1_scaled: [KernelId; 3],
@@ -609,9 +591,6 @@ impl Kernels {
         });
         let gemv_combine =
             DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-        let gemv_mlp = (options.mlp_groups > 0).then(|| {
-            DTYPES.map(|dt| [0.0, 1.0].map(|res| b.add("mlp", "gemv_mlp", &[("DTYPE", dt), ("RES", res)])))
-        });
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
@@ -638,7 +617,6 @@ impl Kernels {
             gemv_glu,
             gemv_residual,
             gemv_combine,
-            gemv_mlp,
             gemv1,
             gemv1_scaled,
             gemm,

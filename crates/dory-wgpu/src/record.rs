@@ -130,8 +130,6 @@ pub struct Recorder {
     staging: Option<wgpu::Buffer>,
     /// Bound where a kernel's optional read-write buffer is absent.
     none: Arc<Store>,
-    /// The queues of mlp.wgsl's persistent workgroups, zero between dispatches.
-    queue: Arc<Store>,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
     pub dispatches: u64,
     /// With `timed` (and pass timestamps on the device) every submission waits and adds
@@ -204,7 +202,6 @@ impl Recorder {
             scales: None,
             join: None,
             none: Store::new(&dev, 16, "unused")?,
-            queue: Store::new(&dev, 1024, "queue")?,
             dispatches: 0,
             timed: false,
             gpu_seconds: 0.0,
@@ -214,11 +211,6 @@ impl Recorder {
             since_sync: 0,
             ahead: Box::default(),
         })
-    }
-
-    /// The counters of mlp.wgsl's queues.
-    pub fn queue(&self) -> &Arc<Store> {
-        &self.queue
     }
 
     /// A small buffer to bind where a kernel's optional buffer is absent.

@@ -8,11 +8,7 @@ use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFl
 
 fn validator(reduce: Reduce, coop: bool) -> Validator {
     // unpack2x16float needs SHADER_FLOAT16_IN_FLOAT32, which wgpu grants on Vulkan, Metal and DX12.
-    // m's @coherent (mlp.wgsl) needs MEMORY_DECORATION_COHERENT, which wgpu grants on Vulkan,
-    // DX12 and Metal 3.2.
-    let mut caps = Capabilities::IMMEDIATES
-        | Capabilities::SHADER_FLOAT16_IN_FLOAT32
-        | Capabilities::MEMORY_DECORATION_COHERENT;
+    let mut caps = Capabilities::IMMEDIATES | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     if coop {
         caps |= Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
     }
@@ -41,9 +37,6 @@ fn option_sets() -> Vec<Options> {
     for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);
     }
-    // A decoded row's MLP in one dispatch (off but on NVIDIA's adapters).
-    all.push(Options { mlp_groups: 264, ..Options::new(Reduce::Subgroup, true, 49152) });
-    all.push(Options { mlp_groups: 1, ..Options::new(Reduce::Shared, false, 16384) });
     // A prompt's attention on the tensor cores (off by default).
     all.push(Options { attend_coop: true, ..Options::new(Reduce::Subgroup, true, 49152) });
     all

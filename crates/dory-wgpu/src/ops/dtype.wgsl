@@ -22,18 +22,10 @@ fn pair16(u: u32) -> vec2<f32> {
 // Weights 8g … 8g + 7 of the buffer.
 fn load8(g: u32) -> W8 {
     if (DTYPE == 0u) {
-        return widen8(w[2u * g], w[2u * g + 1u]);
+        return W8(bitcast<vec4<f32>>(w[2u * g]), bitcast<vec4<f32>>(w[2u * g + 1u]));
     }
-    return widen8(w[g], vec4<u32>());
-}
-
-// Eight weights from the 16-byte words that hold them: `a` in f16 and bf16, `a` then `b`
-// in f32.
-fn widen8(a: vec4<u32>, b: vec4<u32>) -> W8 {
-    if (DTYPE == 0u) {
-        return W8(bitcast<vec4<f32>>(a), bitcast<vec4<f32>>(b));
-    }
-    return W8(vec4<f32>(pair16(a.x), pair16(a.y)), vec4<f32>(pair16(a.z), pair16(a.w)));
+    let u = w[g];
+    return W8(vec4<f32>(pair16(u.x), pair16(u.y)), vec4<f32>(pair16(u.z), pair16(u.w)));
 }
 
 // Weight e of the buffer.

@@ -16,10 +16,6 @@
 // way into y_sh; that spares the combine its dispatch where a row's partials are few.
 // Where x is formed in y_sh (RES, COMBINE), each invocation's first round of W is loaded
 // before, so that the prologue's loads and reductions wait beside those loads.
-// The hooks `mlp_*` and `glu_put` are mlp_none.wgsl's in the `gemv` module (plain
-// projections) and mlp.wgsl's in the `mlp` module, whose `gemv_mlp` runs gate|up and then
-// the down projection (`mlp_down()`: the matrix is then w_down, of gate|up's shape
-// transposed, x is m) in one dispatch.
 // The parameters are matmul.rs's `Params`, bindings 0–3 matmul.wgsl's.
 
 override XROWS: u32 = 1u;
@@ -37,37 +33,6 @@ const LANES: u32 = 32u;
 // writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
 // scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
 // layout from what its entry point reaches), so that matmul.rs binds every variant alike.
-
-// The matrix's shape: gate|up's (or the plain one's) from the parameters, the down
-// projection's (`mlp_down()`) transposed: k = F (p.n), rows D (p.k).
-fn mat_k() -> u32 {
-    return select(p.k, p.n, mlp_down());
-}
-
-fn mat_g8() -> u32 {
-    return select(p.g8, (p.n + 7u) / 8u, mlp_down());
-}
-
-fn mat_rows() -> u32 {
-    return select(p.rows_w, p.k, mlp_down());
-}
-
-// What the sums of a row of W are multiplied by: the residual's final N (RES = 1) and the
-// matrix's unshift.
-fn sums_scale() -> f32 {
-    if (mlp_down()) {
-        return p.unshift_down;
-    }
-    return select(1.0, res.z, RES == 1u) * p.unshift;
-}
-
-// Weights 8g … 8g + 7 of W, or of down.
-fn load_w(g: u32) -> W8 {
-    if (mlp_down()) {
-        return mlp_w8(g);
-    }
-    return load8(g);
-}
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
@@ -110,12 +75,8 @@ fn join_put(i: u32, v: f32) {
     y_sh[i / 4u][i % 4u] = v;
 }
 
-// x formed in y_sh where the variant forms it (and gemv_mlp has not yet); every invocation
-// of the workgroup must call it.
+// x formed in y_sh where the variant forms it; every invocation of the workgroup must call it.
 fn prologue(lid: u32, wid: u32) {
-    if (mlp_prologue(lid)) {
-        return;
-    }
     if (RES == 1u) {
         residual_prologue(lid, wid);
     }
@@ -127,14 +88,7 @@ fn prologue(lid: u32, wid: u32) {
 // x[xr0 + r, 8g … 8g + 7], zero past k.
 fn x8(r: u32, g: u32) -> W8 {
     let row = p.xr0 + min(r, p.rows - 1u);
-    let has_hi = 8u * g + 4u < mat_k();
-    if (mlp_down()) {
-        var hi = vec4<f32>(0.0);
-        if (has_hi) {
-            hi = mlp_x(2u * g + 1u);
-        }
-        return W8(mlp_x(2u * g), hi);
-    }
+    let has_hi = 8u * g + 4u < p.k;
     if (SWIGLU == 1u) {
         var hi = vec4<f32>(0.0);
         if (has_hi) {
@@ -171,7 +125,7 @@ struct Row {
 // a loop in memory, and the kernel ran 3–5× slower.
 fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
     let lane = lid % LANES;
-    let jr = min(j, mat_rows() - 1u);
+    let jr = min(j, p.rows_w - 1u);
     var g = lane;
     var w0 = load_piece(jr, g);
     var w1 = load_piece(jr, g + LANES);
@@ -185,7 +139,7 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         acc = add_piece(acc, w2, g + 2u * LANES);
         acc = add_piece(acc, w3, g + 3u * LANES);
         g = g + UNROLL * LANES;
-        if (g >= mat_g8()) {
+        if (g >= p.g8) {
             break;
         }
         w0 = load_piece(jr, g);
@@ -193,20 +147,19 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         w2 = load_piece(jr, g + 2u * LANES);
         w3 = load_piece(jr, g + 3u * LANES);
     }
-    acc = select(vec4<f32>(0.0), acc, j < mat_rows());
-    return Row(j, seg_sum4(acc, lid, LANES) * sums_scale());
+    acc = select(vec4<f32>(0.0), acc, j < p.rows_w);
+    return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
 }
 
 // Piece g of row j of W, or its last piece past the end.
 fn load_piece(j: u32, g: u32) -> W8 {
-    let g8 = mat_g8();
-    return load_w(piece(j, min(g, g8 - 1u), g8, p.tiled != 0u));
+    return load8(piece(j, min(g, p.g8 - 1u), p.g8, p.tiled != 0u));
 }
 
 // acc + piece g of W (w) against piece g of each row of x, where g is in the row.
 fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
     var a = acc;
-    if (g < mat_g8()) {
+    if (g < p.g8) {
         for (var r = 0u; r < XROWS; r = r + 1u) {
             a[r] += dot8(w, x8(r, g));
         }
@@ -228,7 +181,7 @@ var<workgroup> band_sh: array<vec4<f32>, 256>;
 
 fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
-    let tiles = (mat_g8() + 1u) / 2u;
+    let tiles = (p.g8 + 1u) / 2u;
     let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
     let step = 2u * runs;
     var t = 2u * (lid / LANES - first) + lane / 16u;
@@ -259,7 +212,7 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
 // The invocation's piece of tile t of the rows (`at`: where its piece of tile 0 is), or of
 // the last tile past the end.
 fn load_tile(at: u32, t: u32, tiles: u32) -> W8 {
-    return load_w(at + 32u * min(t, tiles - 1u));
+    return load8(at + 32u * min(t, tiles - 1u));
 }
 
 // acc + the piece w of tile t (weights 16t + 8 (lane % 2) on) against the same weights of
@@ -277,7 +230,7 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
         let at = r * LANES + 2u * i;
         sums += (band_sh[at] + band_sh[at + 1u]) + (band_sh[at + 16u] + band_sh[at + 17u]);
     }
-    return sums * sums_scale();
+    return sums * select(1.0, res.z, RES == 1u) * p.unshift;
 }
 
 // The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
@@ -296,16 +249,14 @@ fn gemv_out(lid: u32, wid: u32, scaled: bool) {
             return;
         }
     }
-    if (row.j < mat_rows()) {
+    if (row.j < p.rows_w) {
         let i = p.row0 + row.j;
         var s = 1.0;
         if (scaled) {
             s = scale_at(i);
         }
-        // The down projection's out is a row of D (p.k).
-        let n = select(p.n, p.k, mlp_down());
         for (var r = 0u; r < p.rows; r = r + 1u) {
-            out[(p.yr0 + r) * n + i] = row.sums[r] * s;
+            out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
         }
     }
 }
@@ -329,47 +280,35 @@ var<workgroup> glu_sh: array<f32, 8>;
 // sums meet, and the down projection reads x as it is.
 @compute @workgroup_size(256)
 fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    glu_rows(lid, wid.x);
-}
-
-// gemv_glu's rows for workgroup (or gemv_mlp's item) wid; every invocation of the
-// workgroup must call it.
-fn glu_rows(lid: u32, wid: u32) {
     let f = p.rows_w / 2u;
     if (p.tiled != 0u) {
         // Every invocation reaches the barrier: the runs of the gate band and of the up band
         // each call gemv_band for their own.
         let up = lid >= 4u * LANES;
-        gemv_band(lid, wid, select(0u, f, up) + wid * 8u, select(0u, 4u, up), 4u);
-        let at = wid * 8u + lid;
+        gemv_band(lid, wid.x, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
+        let at = wid.x * 8u + lid;
         if (lid < 8u && at < f) {
             glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
         }
-    } else {
-        let t = lid / LANES;
-        let i = min(wid * 4u + t % 4u, f - 1u);
-        let row = gemv_row(lid, wid, select(i, f + i, t >= 4u));
-        if (lid % LANES == 0u) {
-            glu_sh[t] = row.sums[0];
-        }
-        workgroupBarrier();
-        let at = wid * 4u + lid;
-        if (lid < 4u && at < f) {
-            glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
-        }
+        return;
+    }
+    let t = lid / LANES;
+    let i = min(wid.x * 4u + t % 4u, f - 1u);
+    let row = gemv_row(lid, wid.x, select(i, f + i, t >= 4u));
+    if (lid % LANES == 0u) {
+        glu_sh[t] = row.sums[0];
+    }
+    workgroupBarrier();
+    let at = wid.x * 4u + lid;
+    if (lid < 4u && at < f) {
+        glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
     }
 }
 
-// gemv_glu's workgroups (gemv_mlp's items) for one row: gate rows 8 (in tiles) or 4 each.
-fn glu_groups() -> u32 {
-    let per = select(4u, 8u, p.tiled != 0u);
-    return (p.rows_w / 2u + per - 1u) / per;
-}
-
-// m[at] (`glu_put`) from gate row at's sum g and up row at's u.
+// out[at] from gate row at's sum g and up row at's u.
 fn glu_out(at: u32, g_sum: f32, u_sum: f32) {
     let f = p.rows_w / 2u;
     let g = g_sum * scale_at(at);
     let u = u_sum * scale_at(f + at);
-    glu_put(at, g * (1.0 / (1.0 + exp(-g))) * u);
+    out[p.yr0 * p.n + at] = g * (1.0 / (1.0 + exp(-g))) * u;
 }

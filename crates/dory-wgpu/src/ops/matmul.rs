@@ -33,7 +33,6 @@ params! {
         kv_heads: u32, // the attention's shape and chunks (gemv.wgsl's COMBINE)
         d: u32,
         chunks: u32,
-        unshift_down: f32, // mlp.wgsl: the down projection's unshift
     }
 }
 
@@ -261,7 +260,6 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             kv_heads,
             d,
             chunks,
-            unshift_down: 1.0,
         };
         if rows > GEMV_ROWS {
             // The plain tiled kernel has no binding 3.
@@ -488,84 +486,31 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         Input::Residual { .. } => kernels.gemv_residual[dt][1],
         _ => kernels.gemv_glu[dt],
     };
+    let part = &gate_up.parts[0];
+    let f = gate_up.n / 2;
     let (res, eps) = residual_binds(rec, x, input);
     let mut binds = vec![
-        (0, Bind::Buf(gate_up.parts[0].store.clone())),
+        (0, Bind::Buf(part.store.clone())),
         (1, Bind::Buf(x.clone())),
         (2, Bind::Buf(m.clone())),
         (3, Bind::Buf(scales.clone())),
     ];
     binds.extend(res);
-    rec.dispatch(kernel, &binds, &glu_params(gate_up, eps, 1.0), [glu_groups(gate_up), 1, 1]);
-}
-
-/// gemv_glu's workgroups (gemv_mlp's items) for one row of `gate_up`.
-fn glu_groups(gate_up: &Matrix) -> u32 {
-    groups_for(gate_up.n / 2, if gate_up.tiled { 8 } else { 4 })
-}
-
-/// The parameters of gate|up's one-row kernels (`unshift_down`: the down projection's, for
-/// gemv_mlp).
-fn glu_params(gate_up: &Matrix, eps: f32, unshift_down: f32) -> Params {
-    Params {
+    let p = Params {
         kv_heads: 0,
         d: 0,
         chunks: 0,
         k: gate_up.k as u32,
         g8: gate_up.g8 as u32,
-        n: (gate_up.n / 2) as u32,
+        n: f as u32,
         row0: 0,
-        rows_w: gate_up.parts[0].rows as u32,
+        rows_w: part.rows as u32,
         xr0: 0,
         yr0: 0,
         rows: 1,
         eps,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
-        unshift_down,
-    }
-}
-
-/// Whether `mlp` takes one row of `gate_up` and `down` in one dispatch, x formed as `glu`
-/// forms it: where `glu` takes the row (`glu_fuses`), the options give it workgroups
-/// (`Options::mlp_groups`), and down is gate|up's shape transposed, in one part, held
-/// alike.
-pub fn mlp_fuses(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize, residual: bool) -> bool {
-    let f = gate_up.n / 2;
-    rec.dev().kernels.options.mlp_groups > 0
-        && glu_fuses(rec, gate_up, rows, residual)
-        && down.parts.len() == 1
-        && (down.dtype, down.tiled) == (gate_up.dtype, gate_up.tiled)
-        && (down.k, down.n, down.g8) == (f, gate_up.k, f.div_ceil(8))
-}
-
-/// out ← down · m with m = SwiGLU of x[0] · gate_upᵀ (`glu`), in one dispatch of
-/// persistent workgroups (mlp.wgsl; `mlp_fuses` must allow). out must be bound nowhere else
-/// in it (not the residual's o).
-pub fn mlp(
-    rec: &mut Recorder,
-    (gate_up, down): (&Matrix, &Matrix),
-    (x, m, out): (&Arc<Store>, &Arc<Store>, &Arc<Store>),
-    scales: &Arc<Store>,
-    input: Input,
-) {
-    let residual = matches!(input, Input::Residual { .. });
-    debug_assert!(mlp_fuses(rec, (gate_up, down), 1, residual) && matches!(input, Input::Plain | Input::Residual { .. }));
-    let Some(kernels) = rec.dev().kernels.gemv_mlp else { unreachable!("mlp_fuses checks mlp_groups") };
-    let kernel = kernels[dtype_index(gate_up.dtype)][usize::from(residual)];
-    let (res, eps) = residual_binds(rec, x, input);
-    let mut binds = vec![
-        (0, Bind::Buf(gate_up.parts[0].store.clone())),
-        (1, Bind::Buf(x.clone())),
-        (2, Bind::Buf(out.clone())),
-        (3, Bind::Buf(scales.clone())),
-    ];
-    binds.extend(res);
-    binds.push((7, Bind::Buf(rec.queue().clone())));
-    binds.push((8, Bind::Buf(down.parts[0].store.clone())));
-    binds.push((9, Bind::Buf(m.clone())));
-    // No more workgroups than items.
-    let items = glu_groups(gate_up) + groups_for(down.n, 8);
-    let groups = rec.dev().kernels.options.mlp_groups.min(items);
-    rec.dispatch(kernel, &binds, &glu_params(gate_up, eps, down.unshift()), [groups, 1, 1]);
+    };
+    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
 }

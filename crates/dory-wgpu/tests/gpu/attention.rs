@@ -198,10 +198,9 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
                 let oc = out_step(&mut cpu, &c, &mut lc, next, at, (&y, &h));
                 let before = gpu.dispatches();
                 let og = out_step(&mut gpu, &c, &mut lg, next, at, (&y, &h));
-                // The join's two dispatches, then the MLP's one or two (a row of at most
+                // The join's two dispatches, then the MLP's two (a row of at most
                 // RESIDUAL_MAX_K: the residual formed by gate|up).
-                let mlp = if gpu.model().dev.kernels.options.mlp_groups > 0 { 1 } else { 2 };
-                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 2 + mlp);
+                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 4);
                 let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
                 for (part, (g, c)) in ["o", "the MLP's h", "the MLP's o"].into_iter().zip(og.iter().zip(&oc)) {
                     check(&format!("{what}: {part}"), g, c, BOUND);
