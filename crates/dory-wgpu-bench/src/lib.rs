@@ -191,6 +191,108 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64,
     Ok(Some((split, fused, diff)))
 }
 
+/// The bytes each dependent stage of one decoded token of `c` reads at the least (weights
+/// held in 2 bytes, the cache in f32) with `keys` keys before it: a layer-pass's q|k|v|gate
+/// projection, its attention (keys and values, a sliding layer's within its window), its
+/// out projection, gate|up and down (every residual, SwiGLU and join taken on the way into
+/// a projection), then the head.
+pub fn token_stages(c: &dory::Config, keys: usize) -> Vec<u64> {
+    let d = c.hidden as u64;
+    let mut stages = vec![];
+    for _ in 0..c.passes {
+        for kind in &c.layers {
+            let seen = match kind {
+                dory::config::LayerKind::Sliding => keys.min(c.window),
+                dory::config::LayerKind::Full => keys,
+            } as u64;
+            let kv = seen * (c.kv_heads * c.head_dim) as u64 * 2 * 4;
+            let ffn = c.ffn as u64;
+            stages.extend([2 * d * c.qkvg_width() as u64, kv, 2 * d * c.q_width() as u64, 4 * d * ffn, 2 * d * ffn]);
+        }
+    }
+    stages.push(2 * d * c.vocab_size as u64);
+    stages
+}
+
+/// Wall seconds a token's `stages` take when each only streams its bytes from memory
+/// (`stream.wgsl`), one after another, from regions of one buffer far enough apart that
+/// the L2 holds none of them when its turn comes: as one dispatch a stage (meeting at
+/// dispatch barriers), and as one dispatch of `groups` resident workgroups that meet
+/// between stages at a barrier in memory (None where the device has no subgroups, so no
+/// measured residency; the probe is the one of `grid_sync_cost`). Medians (`settled`) of
+/// submissions of 20 tokens.
+pub fn decode_chain(dev: &Arc<GpuDevice>, stages: &[u64], groups: u32) -> dory::Result<(f64, Option<f64>)> {
+    const WORDS: u32 = 2048;
+    let total = (2u64 << 30).min(dev.caps.max_binding) & !255;
+    let w = Store::new(dev, total, "chain weights")?;
+    let (out, count) = (Store::new(dev, 4 * 65536, "chain sums")?, Store::new(dev, 256, "chain counter")?);
+    // Each stage's first byte and bytes, one after another, from the start again at the end.
+    let mut at = 0;
+    let regions: Vec<(u64, u64)> = stages
+        .iter()
+        .map(|&bytes| {
+            let bytes = bytes.max(16).next_multiple_of(256).min(total);
+            if at + bytes > total {
+                at = 0;
+            }
+            at += bytes;
+            (at - bytes, bytes)
+        })
+        .collect();
+    let tokens = 20;
+    let source = with_grid_barrier(include_str!("stream.wgsl"));
+    let words = ("WORDS", f64::from(WORDS));
+    let (per_stage, _) = probe_pipeline(dev, &source, &[words], &[&w, &out])?;
+    let groups_of = regions.iter().map(|&(_, bytes)| (bytes / 16).div_ceil(u64::from(WORDS)) as u32);
+    let steps: Vec<(wgpu::BindGroup, u32)> = regions
+        .iter()
+        .zip(groups_of)
+        .map(|(&(offset, bytes), groups)| {
+            let range = wgpu::BufferBinding { buffer: &w.buffer, offset, size: std::num::NonZeroU64::new(bytes) };
+            let entries = [
+                wgpu::BindGroupEntry { binding: 0, resource: wgpu::BindingResource::Buffer(range) },
+                wgpu::BindGroupEntry { binding: 1, resource: out.buffer.as_entire_binding() },
+            ];
+            let layout = per_stage.get_bind_group_layout(0);
+            (
+                dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &layout,
+                    entries: &entries,
+                }),
+                groups,
+            )
+        })
+        .collect();
+    let dispatches = settled(|| {
+        let t0 = Instant::now();
+        let mut enc = dev.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&per_stage);
+            for _ in 0..tokens {
+                for (group, n) in &steps {
+                    pass.set_bind_group(0, group, &[]);
+                    pass.dispatch_workgroups((*n).min(MAX_GROUPS), 1, 1);
+                }
+            }
+        }
+        dev.queue.submit([enc.finish()]);
+        dev.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu_err(format!("waiting: {e}")))?;
+        Ok(t0.elapsed().as_secs_f64() / f64::from(tokens))
+    })?;
+    if dev.caps.subgroup.is_none() {
+        return Ok((dispatches, None));
+    }
+    let table: Vec<u8> =
+        regions.iter().flat_map(|&(o, b)| [(o / 16) as u32, (b / 16) as u32]).flat_map(u32::to_le_bytes).collect();
+    let table = Store::with_data(dev, &table, "chain stages")?;
+    let constants = [("GROUPS", f64::from(groups)), ("STAGES", stages.len() as f64)];
+    let chain = probe_pipeline_at(dev, &source, "chain", &constants, &[&w, &out, &count, &table])?;
+    let one = settled(|| run_groups(dev, &[&chain], groups, tokens))?;
+    Ok((dispatches, Some(one)))
+}
+
 /// Multiply-adds × 2 per second of f32 (`peak_f32.wgsl`): the ceiling of the kernels that
 /// multiply in f32 (attention), nothing waiting on memory.
 pub fn fma_peak(dev: &Arc<GpuDevice>) -> dory::Result<f64> {
@@ -251,6 +353,17 @@ fn probe_pipeline(
     constants: &[(&str, f64)],
     buffers: &[&Arc<Store>],
 ) -> dory::Result<(wgpu::ComputePipeline, wgpu::BindGroup)> {
+    probe_pipeline_at(dev, source, "peak", constants, buffers)
+}
+
+/// `probe_pipeline` of the entry point `entry`.
+fn probe_pipeline_at(
+    dev: &Arc<GpuDevice>,
+    source: &str,
+    entry: &str,
+    constants: &[(&str, f64)],
+    buffers: &[&Arc<Store>],
+) -> dory::Result<(wgpu::ComputePipeline, wgpu::BindGroup)> {
     let device = &dev.device;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -261,7 +374,7 @@ fn probe_pipeline(
         label: Some("peak"),
         layout: None,
         module: &module,
-        entry_point: Some("peak"),
+        entry_point: Some(entry),
         compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
         cache: None,
     });
@@ -405,6 +518,11 @@ mod tests {
             ("peak_f32.wgsl", FMA_PROBE.source.to_string(), vec![it]),
             ("peak_l2.wgsl", L2_PROBE.source.to_string(), vec![it]),
             ("grid_sync.wgsl", with_grid_barrier(include_str!("grid_sync.wgsl")), vec![it, ("GROUPS", 132.0)]),
+            (
+                "stream.wgsl",
+                with_grid_barrier(include_str!("stream.wgsl")),
+                vec![("WORDS", 2048.0), ("GROUPS", 264.0), ("STAGES", 161.0)],
+            ),
             (
                 "mlp_fused.wgsl",
                 with_grid_barrier(include_str!("mlp_fused.wgsl")),

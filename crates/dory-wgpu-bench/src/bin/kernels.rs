@@ -1,7 +1,8 @@
 //! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16] [--quick | --gemm]`:
 //! kernel benchmarks on the best adapter, as JSON lines, then a table. First the floors
 //! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU);
-//! with a model, its weight bytes and dispatches per token and the floors they give. Then
+//! with a model, its weight bytes and dispatches per token and the floors they give, and
+//! the time of its chain of stages when each only streams its bytes (`decode_chain`). Then
 //! every projection of the config's shapes, timed alone on the GPU: one row (a decoded
 //! token; with the prologue the backend fuses into it) in every single-row kernel shape,
 //! and 512 rows (a prompt) in every GEMM shape the device can run (`--gemm`: those alone,
@@ -83,6 +84,17 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
         }
         (None, None) => None,
     };
+    if let Some(c) = &config {
+        // The sweep's decoded rows: after a prompt of 512 at depths 0, 4096 and 32768.
+        let mut chain = vec![];
+        for keys in [528, 4096 + 528, 32768 + 528] {
+            let stages = bench::token_stages(c, keys);
+            let (dispatches, one) = bench::decode_chain(dev, &stages, 264).map_err(err)?;
+            chain.push(json!({"keys": keys, "stages": stages.len(), "bytes": stages.iter().sum::<u64>(),
+                "dispatches_s": dispatches, "one_dispatch_264_s": one}));
+        }
+        floors["chain"] = json!(chain);
+    }
     println!("{floors}");
     Ok(config)
 }
