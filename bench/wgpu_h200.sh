@@ -47,6 +47,7 @@
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
 #                              SWEEP_TESTS_ALSO="NAME=VALUE …" the tests again under each,
 #                              SWEEP_KERNELS=1 both models' projections timed alone
+#   bench/wgpu_h200.sh run floors  the floors of both models alone (no tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=.wgpu-carry
@@ -97,7 +98,7 @@ for l in sys.stdin:
     du -sh $carry .gl
     exit 0
 fi
-[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels|ab|host|coop|sweep]" >&2; exit 2; }
+[ "${1:-}" = run ] || { echo "usage: $0 build|run [quick|kernels|ab|host|coop|sweep|floors]" >&2; exit 2; }
 quick=$([ -n "${2:-}" ] && echo 1 || echo 0)
 all_shapes=$([ "${2:-}" = kernels ] || [ "${2:-}" = ab ] && echo 1 || echo 0)
 ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
@@ -199,6 +200,17 @@ if [ "${2:-}" = sweep ]; then
                 --gen $4 --exit none ${SWEEP_ARGS:-} --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done
+    done
+    exit 0
+fi
+if [ "${2:-}" = floors ]; then
+    # The floors alone, both models (no tests: the kernels binary's probes only).
+    large=/tmp/wgpu-large
+    [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+    for m in $large models/dory-tiny; do
+        room 100 "floors of $m" || break
+        timeout 100 $carry/dory-wgpu-kernels --model $m --dtypes f16 --quick 2>&1 >>"$out/wgpu_floors.jsonl" \
+            | grep -v XDG_RUNTIME | tee -a "$out/wgpu_kernels.txt"
     done
     exit 0
 fi

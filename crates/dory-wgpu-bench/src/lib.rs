@@ -191,54 +191,84 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64,
     Ok(Some((split, fused, diff)))
 }
 
-/// The bytes each dependent stage of one decoded token of `c` reads at the least (weights
-/// held in 2 bytes, the cache in f32) with `keys` keys before it: a layer-pass's q|k|v|gate
+/// Each dependent stage of one decoded token of `c` with `keys` keys before it, as what it
+/// reads at the least (weights held in 2 bytes, the cache in f32): a layer-pass's q|k|v|gate
 /// projection, its attention (keys and values, a sliding layer's within its window), its
 /// out projection, gate|up and down (every residual, SwiGLU and join taken on the way into
-/// a projection), then the head.
-pub fn token_stages(c: &dory::Config, keys: usize) -> Vec<u64> {
+/// a projection), then the head. Each stage is named by its layer and its place in the
+/// layer (the head by the layer count), since every pass reads the same layer's tensors.
+/// `residuals`: with the larger config's three more stages a layer-pass as the engine runs
+/// it, the split attention's join and the residuals after the out and down projections
+/// (each reading a row of h and of o, 16 KB where D = 2048).
+pub fn token_stages(c: &dory::Config, keys: usize, residuals: bool) -> Vec<((usize, usize), u64)> {
     let d = c.hidden as u64;
+    let ffn = c.ffn as u64;
     let mut stages = vec![];
     for _ in 0..c.passes {
-        for kind in &c.layers {
+        for (layer, kind) in c.layers.iter().enumerate() {
             let seen = match kind {
                 dory::config::LayerKind::Sliding => keys.min(c.window),
                 dory::config::LayerKind::Full => keys,
             } as u64;
             let kv = seen * (c.kv_heads * c.head_dim) as u64 * 2 * 4;
-            let ffn = c.ffn as u64;
-            stages.extend([2 * d * c.qkvg_width() as u64, kv, 2 * d * c.q_width() as u64, 4 * d * ffn, 2 * d * ffn]);
+            let bytes = [2 * d * c.qkvg_width() as u64, kv, 2 * d * c.q_width() as u64, 4 * d * ffn, 2 * d * ffn];
+            let row = 2 * 4 * d;
+            // The join reads each chunk of 32 keys' partials: maxima, sums, d value sums.
+            let join = seen.div_ceil(32) * (c.kv_heads * (2 + c.head_dim) * 16) as u64;
+            let more: &[(usize, u64)] = if residuals { &[(1, join), (2, row), (4, row)] } else { &[] };
+            for (i, b) in bytes.into_iter().enumerate() {
+                stages.push(((layer, i), b));
+                if let Some(&(_, b)) = more.iter().find(|&&(after, _)| after == i) {
+                    stages.push(((layer, 5 + i), b));
+                }
+            }
         }
     }
-    stages.push(2 * d * c.vocab_size as u64);
+    stages.push(((c.layers.len(), 0), 2 * d * c.vocab_size as u64));
     stages
 }
 
 /// Wall seconds a token's `stages` take when each only streams its bytes from memory
-/// (`stream.wgsl`), one after another, from regions of one buffer far enough apart that
-/// the L2 holds none of them when its turn comes: as one dispatch a stage (meeting at
-/// dispatch barriers), and as one dispatch of `groups` resident workgroups that meet
-/// between stages at a barrier in memory (None where the device has no subgroups, so no
-/// measured residency; the probe is the one of `grid_sync_cost`). Medians (`settled`) of
-/// submissions of 20 tokens.
-pub fn decode_chain(dev: &Arc<GpuDevice>, stages: &[u64], groups: u32) -> dory::Result<(f64, Option<f64>)> {
+/// (`stream.wgsl`), one after another: as one dispatch a stage (meeting at dispatch
+/// barriers), and as one dispatch of `groups` resident workgroups that meet between stages
+/// at a barrier in memory (None where the device has no subgroups; the barrier is
+/// `grid_sync_cost`'s). Stages of one name read one region of a buffer, the others' regions
+/// after it, as a model's passes read its layers' tensors: what the L2 holds of them is
+/// what it would hold of the model's. Medians (`settled`) of submissions of 20 tokens,
+/// after the clocks have ramped up.
+pub fn decode_chain(
+    dev: &Arc<GpuDevice>,
+    stages: &[((usize, usize), u64)],
+    groups: u32,
+) -> dory::Result<(f64, Option<f64>)> {
     const WORDS: u32 = 2048;
-    let total = (2u64 << 30).min(dev.caps.max_binding) & !255;
+    let mut names: Vec<((usize, usize), u64)> = vec![];
+    for &(name, bytes) in stages {
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, b)) => *b = (*b).max(bytes),
+            None => names.push((name, bytes)),
+        }
+    }
+    let size = |bytes: u64| bytes.max(16).next_multiple_of(256);
+    let total: u64 = names.iter().map(|&(_, b)| size(b)).sum();
+    if total > dev.caps.max_binding {
+        return Err(gpu_err(format!("the chain's {total} bytes are more than one binding takes")));
+    }
     let w = Store::new(dev, total, "chain weights")?;
     let (out, count) = (Store::new(dev, 4 * 65536, "chain sums")?, Store::new(dev, 256, "chain counter")?);
-    // Each stage's first byte and bytes, one after another, from the start again at the end.
     let mut at = 0;
-    let regions: Vec<(u64, u64)> = stages
+    let firsts: Vec<u64> = names
         .iter()
-        .map(|&bytes| {
-            let bytes = bytes.max(16).next_multiple_of(256).min(total);
-            if at + bytes > total {
-                at = 0;
-            }
-            at += bytes;
-            (at - bytes, bytes)
+        .map(|&(_, b)| {
+            at += size(b);
+            at - size(b)
         })
         .collect();
+    let regions: Vec<(u64, u64)> = stages
+        .iter()
+        .map(|&(name, bytes)| (firsts[names.iter().position(|(n, _)| *n == name).expect("named above")], size(bytes)))
+        .collect();
+    warm_up(dev, Duration::from_millis(500))?;
     let tokens = 20;
     let source = with_grid_barrier(include_str!("stream.wgsl"));
     let words = ("WORDS", f64::from(WORDS));

@@ -87,10 +87,10 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     if let Some(c) = &config {
         // The sweep's decoded rows: after a prompt of 512 at depths 0, 4096 and 32768.
         let mut chain = vec![];
-        for keys in [528, 4096 + 528, 32768 + 528] {
-            let stages = bench::token_stages(c, keys);
+        for (keys, residuals) in [(528, false), (528, true), (4096 + 528, false), (32768 + 528, false)] {
+            let stages = bench::token_stages(c, keys, residuals);
             let (dispatches, one) = bench::decode_chain(dev, &stages, 264).map_err(err)?;
-            chain.push(json!({"keys": keys, "stages": stages.len(), "bytes": stages.iter().sum::<u64>(),
+            chain.push(json!({"keys": keys, "stages": stages.len(), "bytes": stages.iter().map(|s| s.1).sum::<u64>(),
                 "dispatches_s": dispatches, "one_dispatch_264_s": one}));
         }
         floors["chain"] = json!(chain);
