@@ -41,7 +41,7 @@
 #                              larger model (SWEEP_DEPTHS, default 0 and 4k) under each of
 #                              SWEEP's settings ("defaults" among them for none,
 #                              bin:PATH another binary, bin:PATH,NAME=VALUE it under an
-#                              assignment); SWEEP_TESTS=1 the GPU tests first (also with
+#                              assignment; A=1+B=2 both); SWEEP_TESTS=1 the GPU tests first (also with
 #                              2 × 2 GEMM subgroups),
 #                              SWEEP_PROFILE="MODEL,WHAT,DEPTH …" the GPU's time by kernel
 #                              (tiny|large, prompt|decode; a bare DEPTH: the larger prompt),
@@ -159,8 +159,8 @@ if [ "${2:-}" = sweep ]; then
     large=/tmp/wgpu-large
     [ -f $large/config.json ] || timeout 120 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
     for sw in ${SWEEP:?SWEEP=\"NAME=VALUE …\"}; do
-        # The binary and the environment assignment (none for defaults, or for another
-        # binary unless it names one: bin:PATH,NAME=VALUE).
+        # The binary and the environment assignments (none for defaults, or for another
+        # binary unless it names them: bin:PATH,NAME=VALUE; several joined by '+').
         bin=$dory
         set_env=$([ "$sw" = defaults ] || echo "$sw")
         case $sw in bin:*)
@@ -180,14 +180,14 @@ if [ "${2:-}" = sweep ]; then
             shape=$([ "$pw" = decode ] && echo "--prompt 1 --gen $([ "$pm" = tiny ] && echo 128 || echo 32)" \
                 || echo "--prompt 512 --gen 0")
             echo "== $sw: $prof" >> "$out/profile_sweep.txt"
-            env $set_env DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
+            env ${set_env//+/ } DORY_WGPU_PROFILE=1 timeout 60 $bin bench --backend wgpu --model $model --depth $pd \
                 --reps 1 $shape --exit none ${SWEEP_ARGS:-} 2>&1 | grep -v XDG_RUNTIME >> "$out/profile_sweep.txt"
         done
         # SWEEP_KERNELS=1: both models' projections timed alone (default shapes).
         if [ "${SWEEP_KERNELS:-0}" = 1 ] && room 60 "$sw kernels"; then
             echo "== $sw" >> "$out/kernels_sweep.txt"
             for m in $large models/dory-tiny; do
-                env $set_env timeout 60 $carry/dory-wgpu-kernels --model $m --dtypes f16 --quick 2>&1 \
+                env ${set_env//+/ } timeout 60 $carry/dory-wgpu-kernels --model $m --dtypes f16 --quick 2>&1 \
                     >>"$out/wgpu_floors.jsonl" | grep -v XDG_RUNTIME >> "$out/kernels_sweep.txt"
             done
         fi
@@ -196,7 +196,7 @@ if [ "${2:-}" = sweep ]; then
         for m in "${runs[@]}"; do
             set -- $m
             room 60 "$sw $1 depth $2" || break 2
-            env $set_env timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
+            env ${set_env//+/ } timeout 60 $bin bench --backend wgpu --model $1 --depth $2 --reps $3 --prompt 512 \
                 --gen $4 --exit none ${SWEEP_ARGS:-} --json | sed "s#\"attention\":\"[a-z0-9]*\"#\"attention\":\"$sw\"#" \
                 | tee -a "$out/wgpu_sweep.jsonl"
         done
