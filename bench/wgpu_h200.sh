@@ -411,6 +411,10 @@ for m, f in floors.items():
           f"{x['bandwidth_floor_s']*1e6:.0f} µs; {x['dispatches_per_token']} dispatches × "
           f"{max(f['dispatch_gpu_s'], f['dispatch_cpu_s'])*1e6:.2f} µs → {x['dispatch_floor_s']*1e6:.0f} µs; "
           f"floor (sum) {x['floor_tokens_per_s']:.0f} tok/s")
+    # The chain of the token's stages, each only streaming its bytes (decode_chain).
+    for c in f.get("chain", []):
+        one = f"; one dispatch {1 / c['one_dispatch_264_s']:.0f}" if c.get("one_dispatch_264_s") else ""
+        print(f"  chain at {c['keys']} keys, {c['stages']} stages: a dispatch a stage {1 / c['dispatches_s']:.0f} tok/s{one}")
 for l in open(f"{out}/wgpu_torch.jsonl"):
     if l.startswith("{"):
         t = json.loads(l)
