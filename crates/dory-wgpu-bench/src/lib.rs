@@ -156,8 +156,10 @@ fn with_grid_barrier(source: &str) -> String {
 /// (`mlp_fused.wgsl`): wall seconds of each (`settled`, submissions of 100), and the
 /// largest difference between their outputs (the same arithmetic: 0 if both ran right).
 /// None where the device has no subgroups (the probe reduces with them).
-pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64, f64, f32)>> {
-    if dev.caps.subgroup.is_none() {
+/// `coherent`: m declared `@coherent` (None where the device cannot), as a kernel whose
+/// workgroups hand each other data must on the H200 (BENCHMARKS, 2026-12-04 third session).
+pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32, coherent: bool) -> dory::Result<Option<(f64, f64, f32)>> {
+    if dev.caps.subgroup.is_none() || coherent && !dev.caps.coherent {
         return Ok(None);
     }
     let (d, f) = (2048usize, 5632usize);
@@ -171,7 +173,11 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32) -> dory::Result<Option<(f64,
     let (m, count) = (Store::new(dev, 4 * f as u64, "mlp m")?, Store::new(dev, 256, "mlp counter")?);
     let outs = [Store::new(dev, 4 * d as u64, "mlp out")?, Store::new(dev, 4 * d as u64, "mlp out")?];
     let g = ("GROUPS", f64::from(groups));
-    let source = &with_grid_barrier(include_str!("mlp_fused.wgsl"));
+    let mut source = with_grid_barrier(include_str!("mlp_fused.wgsl"));
+    if coherent {
+        source = source.replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var");
+    }
+    let source = &source;
     let two = [0.0, 1.0].map(|stage| [g, ("FUSED", 0.0), ("STAGE", stage)]);
     let mut pipes = vec![];
     for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&[g, ("FUSED", 1.0)][..], &outs[1])] {
@@ -228,6 +234,29 @@ pub fn token_stages(c: &dory::Config, keys: usize, residuals: bool) -> Vec<((usi
     stages
 }
 
+/// Where each of `stages` reads in one buffer (first byte and bytes, in whole 256 bytes),
+/// a region a name, and the buffer's bytes.
+fn chain_regions(stages: &[((usize, usize), u64)]) -> (u64, Vec<(u64, u64)>) {
+    let size = |bytes: u64| bytes.max(16).next_multiple_of(256);
+    let mut names: Vec<((usize, usize), u64, u64)> = vec![];
+    let mut total = 0;
+    for &(name, bytes) in stages {
+        if !names.iter().any(|(n, _, _)| *n == name) {
+            // Every stage of a name reads the same bytes (its layer's tensor).
+            names.push((name, total, size(bytes)));
+            total += size(bytes);
+        }
+    }
+    let regions = stages
+        .iter()
+        .map(|&(name, bytes)| {
+            let &(_, first, most) = names.iter().find(|(n, _, _)| *n == name).expect("named above");
+            (first, size(bytes).min(most))
+        })
+        .collect();
+    (total, regions)
+}
+
 /// Wall seconds a token's `stages` take when each only streams its bytes from memory
 /// (`stream.wgsl`), one after another: as one dispatch a stage (meeting at dispatch
 /// barriers), and as one dispatch of `groups` resident workgroups that meet between stages
@@ -242,32 +271,12 @@ pub fn decode_chain(
     groups: u32,
 ) -> dory::Result<(f64, Option<f64>)> {
     const WORDS: u32 = 2048;
-    let mut names: Vec<((usize, usize), u64)> = vec![];
-    for &(name, bytes) in stages {
-        match names.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, b)) => *b = (*b).max(bytes),
-            None => names.push((name, bytes)),
-        }
-    }
-    let size = |bytes: u64| bytes.max(16).next_multiple_of(256);
-    let total: u64 = names.iter().map(|&(_, b)| size(b)).sum();
+    let (total, regions) = chain_regions(stages);
     if total > dev.caps.max_binding {
         return Err(gpu_err(format!("the chain's {total} bytes are more than one binding takes")));
     }
     let w = Store::new(dev, total, "chain weights")?;
     let (out, count) = (Store::new(dev, 4 * 65536, "chain sums")?, Store::new(dev, 256, "chain counter")?);
-    let mut at = 0;
-    let firsts: Vec<u64> = names
-        .iter()
-        .map(|&(_, b)| {
-            at += size(b);
-            at - size(b)
-        })
-        .collect();
-    let regions: Vec<(u64, u64)> = stages
-        .iter()
-        .map(|&(name, bytes)| (firsts[names.iter().position(|(n, _)| *n == name).expect("named above")], size(bytes)))
-        .collect();
     warm_up(dev, Duration::from_millis(500))?;
     let tokens = 20;
     let source = with_grid_barrier(include_str!("stream.wgsl"));
@@ -540,7 +549,8 @@ mod tests {
         let caps = Capabilities::SHADER_FLOAT16
             | Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SUBGROUP
-            | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            | Capabilities::SHADER_FLOAT16_IN_FLOAT32
+            | Capabilities::MEMORY_DECORATION_COHERENT;
         let it = ("ITERS", 8.0);
         let steps = [0.0, 1.0, 2.0, 3.0]
             .map(|from| ("peak_steps.wgsl", STEPS_PROBE.source.to_string(), vec![it, ("FROM", from)]));
@@ -556,6 +566,12 @@ mod tests {
             (
                 "mlp_fused.wgsl",
                 with_grid_barrier(include_str!("mlp_fused.wgsl")),
+                vec![("GROUPS", 264.0), ("FUSED", 1.0)],
+            ),
+            (
+                "mlp_fused.wgsl, m coherent",
+                with_grid_barrier(include_str!("mlp_fused.wgsl"))
+                    .replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var"),
                 vec![("GROUPS", 264.0), ("FUSED", 1.0)],
             ),
         ]

@@ -33,6 +33,10 @@ pub struct Caps {
     /// f16 products accumulated in f32, and subgroups of exactly 32.
     pub coop: bool,
     pub workgroup_bytes: u32,
+    /// Storage buffers may be declared `@coherent` (wgpu's MEMORY_DECORATION_COHERENT): no
+    /// kernel of the engine is, the benchmarks' probes of a dispatch whose workgroups hand
+    /// each other data are (dory-wgpu-bench's `mlp_fused`).
+    pub coherent: bool,
 }
 
 pub struct GpuDevice {
@@ -126,6 +130,8 @@ impl GpuDevice {
         if coop {
             required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
+        let coherent = features.contains(wgpu::Features::MEMORY_DECORATION_COHERENT);
+        required |= features & wgpu::Features::MEMORY_DECORATION_COHERENT;
         let pass_timestamps = timed && features.contains(wgpu::Features::TIMESTAMP_QUERY);
         if pass_timestamps {
             required |= wgpu::Features::TIMESTAMP_QUERY;
@@ -172,6 +178,7 @@ impl GpuDevice {
             pass_timestamps,
             coop,
             workgroup_bytes,
+            coherent,
         };
         Ok(GpuDevice { device, queue, info, caps, kernels })
     }

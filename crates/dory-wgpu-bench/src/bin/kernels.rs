@@ -60,9 +60,12 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
     // One workgroup an SM of the H200 (132), and two.
     let sync = [132, 264].map(|g| bench::grid_sync_cost(dev, g).map(|s| json!({"groups": g, "s": s})).map_err(err));
-    let mlp = [132, 264].map(|g| {
-        bench::mlp_fused(dev, g)
-            .map(|r| r.map(|(split, fused, diff)| json!({"groups": g, "two_s": split, "fused_s": fused, "diff": diff})))
+    let mlp = [(132, false), (264, false), (264, true)].map(|(g, coherent)| {
+        bench::mlp_fused(dev, g, coherent).map(|r| {
+            r.map(|(split, fused, diff)| {
+                json!({"groups": g, "coherent": coherent, "two_s": split, "fused_s": fused, "diff": diff})
+            })
+        })
     });
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
         "mlp_fused": mlp.into_iter().collect::<dory::Result<Vec<_>>>().map_err(err)?,
