@@ -157,8 +157,13 @@ fn with_grid_barrier(source: &str) -> String {
 /// largest difference between their outputs (the same arithmetic: 0 if both ran right).
 /// None where the device has no subgroups (the probe reduces with them).
 /// `coherent`: m declared `@coherent` (None where the device cannot), as a kernel whose
-/// workgroups hand each other data must on the H200 (BENCHMARKS, 2026-12-04 third session).
-pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32, coherent: bool) -> dory::Result<Option<(f64, f64, f32)>> {
+/// workgroups hand each other data must on the H200 (BENCHMARKS, 2026-12-04 third session);
+/// `staged`: the one dispatch's workgroups copy m into workgroup memory after the barrier.
+pub fn mlp_fused(
+    dev: &Arc<GpuDevice>,
+    groups: u32,
+    (coherent, staged): (bool, bool),
+) -> dory::Result<Option<(f64, f64, f32)>> {
     if dev.caps.subgroup.is_none() || coherent && !dev.caps.coherent {
         return Ok(None);
     }
@@ -180,7 +185,8 @@ pub fn mlp_fused(dev: &Arc<GpuDevice>, groups: u32, coherent: bool) -> dory::Res
     let source = &source;
     let two = [0.0, 1.0].map(|stage| [g, ("FUSED", 0.0), ("STAGE", stage)]);
     let mut pipes = vec![];
-    for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&[g, ("FUSED", 1.0)][..], &outs[1])] {
+    let one = [g, ("FUSED", 1.0), ("STAGED", f64::from(u8::from(staged)))];
+    for (constants, out) in [(&two[0][..], &outs[0]), (&two[1][..], &outs[0]), (&one[..], &outs[1])] {
         pipes.push(probe_pipeline(dev, source, constants, &[&gu, &down, &x, &m, out, &count])?);
     }
     let time = |which: &[usize]| {
@@ -569,10 +575,10 @@ mod tests {
                 vec![("GROUPS", 264.0), ("FUSED", 1.0)],
             ),
             (
-                "mlp_fused.wgsl, m coherent",
+                "mlp_fused.wgsl, m coherent and staged",
                 with_grid_barrier(include_str!("mlp_fused.wgsl"))
                     .replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var"),
-                vec![("GROUPS", 264.0), ("FUSED", 1.0)],
+                vec![("GROUPS", 264.0), ("FUSED", 1.0), ("STAGED", 1.0)],
             ),
         ]
         .into_iter()

@@ -12,6 +12,10 @@
 override GROUPS: u32;
 override FUSED: u32;
 override STAGE: u32 = 0u;
+// FUSED = 1 with STAGED = 1: after the barrier each workgroup copies m into workgroup
+// memory once and its down rows read it there, as a persistent kernel whose m is coherent
+// (and so not cached in the SM's L1) would have to.
+override STAGED: u32 = 0u;
 // The model's shape: x of D, F gate and F up rows.
 const D: u32 = 2048u;
 const F: u32 = 5632u;
@@ -34,8 +38,17 @@ fn dx(w: vec4<u32>, p: u32) -> f32 {
     return dot8(w, x[2u * p], x[2u * p + 1u]);
 }
 
+var<workgroup> m_sh: array<vec4<f32>, 1408>; // F / 4
+
+fn m_at(i: u32) -> vec4<f32> {
+    if (STAGED == 1u) {
+        return m_sh[i];
+    }
+    return m[i];
+}
+
 fn dm(w: vec4<u32>, p: u32) -> f32 {
-    return dot8(w, m[2u * p], m[2u * p + 1u]);
+    return dot8(w, m_at(2u * p), m_at(2u * p + 1u));
 }
 
 // Gate row i and up row i against x (D = 2048: 8 pieces a lane each), all 16 of a lane's
@@ -136,5 +149,11 @@ fn peak(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // The first down row's first half in flight while the workgroups meet.
     let first = half_row(sg, lane);
     grid_barrier(lid);
+    if (STAGED == 1u) {
+        for (var i = lid; i < F / 4u; i = i + 256u) {
+            m_sh[i] = m[i];
+        }
+        workgroupBarrier();
+    }
     down_stage(sg, lane, first);
 }

@@ -60,10 +60,11 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
     // One workgroup an SM of the H200 (132), and two.
     let sync = [132, 264].map(|g| bench::grid_sync_cost(dev, g).map(|s| json!({"groups": g, "s": s})).map_err(err));
-    let mlp = [(132, false), (264, false), (264, true)].map(|(g, coherent)| {
-        bench::mlp_fused(dev, g, coherent).map(|r| {
+    let forms = [(132, (false, false)), (264, (false, false)), (264, (true, false)), (264, (true, true))];
+    let mlp = forms.map(|(g, (coherent, staged))| {
+        bench::mlp_fused(dev, g, (coherent, staged)).map(|r| {
             r.map(|(split, fused, diff)| {
-                json!({"groups": g, "coherent": coherent, "two_s": split, "fused_s": fused, "diff": diff})
+                json!({"groups": g, "coherent": coherent, "staged": staged, "two_s": split, "fused_s": fused, "diff": diff})
             })
         })
     });
