@@ -151,6 +151,11 @@ fn with_grid_barrier(source: &str) -> String {
     format!("{source}\n{}", include_str!("grid_barrier.wgsl"))
 }
 
+/// mlp_fused.wgsl's text with m (binding 3) declared `@coherent`.
+fn with_coherent_m(source: &str) -> String {
+    source.replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var")
+}
+
 /// A decoded row's MLP of the larger config's shape (f16, D = 2048, F = 5632) as two
 /// dispatches and as one whose `groups` resident workgroups meet between its stages
 /// (`mlp_fused.wgsl`): wall seconds of each (`settled`, submissions of 100), and the
@@ -178,11 +183,8 @@ pub fn mlp_fused(
     let (m, count) = (Store::new(dev, 4 * f as u64, "mlp m")?, Store::new(dev, 256, "mlp counter")?);
     let outs = [Store::new(dev, 4 * d as u64, "mlp out")?, Store::new(dev, 4 * d as u64, "mlp out")?];
     let g = ("GROUPS", f64::from(groups));
-    let mut source = with_grid_barrier(include_str!("mlp_fused.wgsl"));
-    if coherent {
-        source = source.replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var");
-    }
-    let source = &source;
+    let plain = with_grid_barrier(include_str!("mlp_fused.wgsl"));
+    let source = &if coherent { with_coherent_m(&plain) } else { plain };
     let two = [0.0, 1.0].map(|stage| [g, ("FUSED", 0.0), ("STAGE", stage)]);
     let mut pipes = vec![];
     let one = [g, ("FUSED", 1.0), ("STAGED", f64::from(u8::from(staged)))];
@@ -309,23 +311,8 @@ pub fn decode_chain(
             )
         })
         .collect();
-    let dispatches = settled(|| {
-        let t0 = Instant::now();
-        let mut enc = dev.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&per_stage);
-            for _ in 0..tokens {
-                for (group, n) in &steps {
-                    pass.set_bind_group(0, group, &[]);
-                    pass.dispatch_workgroups((*n).min(MAX_GROUPS), 1, 1);
-                }
-            }
-        }
-        dev.queue.submit([enc.finish()]);
-        dev.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu_err(format!("waiting: {e}")))?;
-        Ok(t0.elapsed().as_secs_f64() / f64::from(tokens))
-    })?;
+    let per_steps: Vec<_> = steps.iter().map(|(group, n)| (&per_stage, group, (*n).min(MAX_GROUPS))).collect();
+    let dispatches = settled(|| run_steps(dev, &per_steps, tokens))?;
     if dev.caps.subgroup.is_none() {
         return Ok((dispatches, None));
     }
@@ -447,12 +434,22 @@ fn run_groups(
     groups: u32,
     rounds: u32,
 ) -> dory::Result<f64> {
+    let steps: Vec<_> = steps.iter().map(|(pipeline, group)| (pipeline, group, groups)).collect();
+    run_steps(dev, &steps, rounds)
+}
+
+/// `run_groups` where each step (pipeline, bind group, workgroups) has its own workgroups.
+fn run_steps(
+    dev: &Arc<GpuDevice>,
+    steps: &[(&wgpu::ComputePipeline, &wgpu::BindGroup, u32)],
+    rounds: u32,
+) -> dory::Result<f64> {
     let t0 = Instant::now();
     let mut enc = dev.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
         for _ in 0..rounds {
-            for (pipeline, group) in steps {
+            for &(pipeline, group, groups) in steps {
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, group, &[]);
                 pass.dispatch_workgroups(groups, 1, 1);
@@ -548,7 +545,7 @@ mod tests {
     use naga::back::PipelineConstants;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
 
-    use super::{with_grid_barrier, FMA_PROBE, L2_PROBE, STEPS_PROBE};
+    use super::{with_coherent_m, with_grid_barrier, FMA_PROBE, L2_PROBE, STEPS_PROBE};
 
     #[test]
     fn the_peak_probes_translate_for_vulkan() {
@@ -576,8 +573,7 @@ mod tests {
             ),
             (
                 "mlp_fused.wgsl, m coherent and staged",
-                with_grid_barrier(include_str!("mlp_fused.wgsl"))
-                    .replace("@group(0) @binding(3) var", "@coherent @group(0) @binding(3) var"),
+                with_coherent_m(&with_grid_barrier(include_str!("mlp_fused.wgsl"))),
                 vec![("GROUPS", 264.0), ("FUSED", 1.0), ("STAGED", 1.0)],
             ),
         ]
