@@ -243,8 +243,10 @@ pub struct Options {
     /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
     /// cores (in `split.wgsl`); 0: neither.
     pub combine_bytes: usize,
-    /// The fewest keys a chunk of a split attention takes (attend.rs).
+    /// The fewest keys a chunk of a split attention takes (attend.rs): a decoded row's,
+    /// and a prompt's blocks'.
     pub attend_per: usize,
+    pub block_per: usize,
     /// The workgroups a prompt's attention in blocks is split to fill (attend.rs).
     pub block_groups: usize,
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
@@ -276,6 +278,7 @@ impl Options {
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
@@ -305,6 +308,7 @@ impl Options {
             fuse_split: true,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
+            block_per: crate::ops::attend::MIN_PER,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
@@ -343,6 +347,9 @@ impl Options {
         o.coop_slicing.most = [4, 2, 1].into_iter().find(|&n| n <= o.coop_slicing.most.max(1)).unwrap_or(1);
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             o.attend_per = (per as usize).max(1);
+        }
+        if let Some(&[per]) = numbers("DORY_WGPU_BLOCK_PER").as_deref() {
+            o.block_per = (per as usize).max(1);
         }
         if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
             o.block_groups = (groups as usize).max(1);

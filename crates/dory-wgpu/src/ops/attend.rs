@@ -166,7 +166,7 @@ pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool) -> bool 
 pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
         let walk = most + BLOCK - 1;
-        whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.attend_per, o.block_groups), walk, BLOCK_TILE)
+        whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.block_per, o.block_groups), walk, BLOCK_TILE)
     } else {
         let tile = 256 / o.attend_lanes as usize;
         whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
