@@ -23,7 +23,7 @@ pub struct Args {
     /// Context filled before the measured prompt.
     #[arg(long, default_value_t = 0)]
     pub depth: usize,
-    /// Measured repetitions (after one warm-up).
+    /// Measured repetitions (after a warm-up of half a second at least).
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
     /// Early exit for the generated tokens [default: the config's]

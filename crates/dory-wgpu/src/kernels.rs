@@ -308,7 +308,7 @@ impl Options {
             fuse_split: true,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
-            block_per: crate::ops::attend::MIN_PER,
+            block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),

@@ -1,7 +1,7 @@
 //! Prompt processing (pp) and text generation (tg) speed at a pre-filled context depth,
 //! with repetitions, as llama-bench measures them; `dory bench` prints the report.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
 use crate::error::{invalid, Result};
@@ -19,7 +19,7 @@ pub struct Options {
     /// Tokens generated (tg, greedy) after the prompt.
     pub gen: usize,
     pub depth: usize,
-    /// Measured repetitions, after one warm-up.
+    /// Measured repetitions, after the warm-up (`run`).
     pub reps: usize,
 }
 
@@ -53,7 +53,15 @@ pub struct Report {
     pub tg_rss: (Option<u64>, Option<u64>),
 }
 
-/// Runs the warm-up and `reps` repetitions on random tokens, each in a fresh session.
+/// The least work the warm-up runs: a GPU's clocks rise only under sustained load (the
+/// H200's stay at 345 MHz for the first ~0.2 s), so one warm-up repetition of a small
+/// model's short prompt left the first measured one up to a quarter slower.
+const WARM_UP: Duration = Duration::from_millis(500);
+/// And the most repetitions it takes to reach that.
+const WARM_UP_MOST: usize = 50;
+
+/// Runs warm-up repetitions (one at least, until `WARM_UP` has passed) and `reps`
+/// measured ones on random tokens, each in a fresh session.
 pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> {
     if o.prompt == 0 || o.reps == 0 {
         return Err(invalid!("a benchmark needs a prompt of at least one token and at least one repetition"));
@@ -62,41 +70,65 @@ pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> 
     let vocab = session.forward().config().vocab_size as u64;
     let mut rng = Rng::new(1);
     let mut random = |n: usize| -> Vec<u32> { (0..n).map(|_| (rng.next_u64() % vocab) as u32).collect() };
-    let (mut pp, mut tg, mut passes) = (vec![], vec![], vec![]);
-    let (mut cache_bytes, mut tg_rss) = (0, (None, None));
-    for rep in 0..=o.reps {
-        session.reset()?;
-        if o.depth > 0 {
-            session.prompt(&random(o.depth), false, Want::Last)?;
-        }
-        let prompt = random(o.prompt);
-        let t0 = Instant::now();
-        let mut logits = session.prompt(&prompt, false, Want::Last)?.logits;
-        let pp_secs = t0.elapsed().as_secs_f64();
-        let rss_before = rss();
-        let t1 = Instant::now();
-        let mut used = 0;
-        for _ in 0..o.gen {
-            session.sampled(argmax(&logits));
-            let d = session.decode()?;
-            used += d.passes;
-            logits = d.logits;
-        }
-        let tg_secs = t1.elapsed().as_secs_f64();
-        cache_bytes = session.forward().cache_bytes();
-        tg_rss = (rss_before, rss());
-        if rep == 0 {
-            continue; // warm-up
-        }
-        pp.push(o.prompt as f64 / pp_secs);
-        if o.gen > 0 {
-            tg.push(o.gen as f64 / tg_secs);
-            passes.push(used as f64 / o.gen as f64);
+    let warm = Instant::now();
+    for _ in 0..WARM_UP_MOST {
+        repetition(session, o, &mut random)?;
+        if warm.elapsed() >= WARM_UP {
+            break;
         }
     }
+    let (mut pp, mut tg, mut passes) = (vec![], vec![], vec![]);
+    let mut last = None;
+    for _ in 0..o.reps {
+        let r = repetition(session, o, &mut random)?;
+        pp.push(o.prompt as f64 / r.pp_secs);
+        if o.gen > 0 {
+            tg.push(o.gen as f64 / r.tg_secs);
+            passes.push(r.passes as f64 / o.gen as f64);
+        }
+        last = Some(r);
+    }
+    let last = last.expect("at least one repetition");
     let passes_per_token = passes.iter().sum::<f64>() / passes.len().max(1) as f64;
     let tg = (!tg.is_empty()).then(|| Stats::of(tg));
-    Ok(Report { pp: Stats::of(pp), tg, passes_per_token, cache_bytes, tg_rss })
+    Ok(Report { pp: Stats::of(pp), tg, passes_per_token, cache_bytes: last.cache_bytes, tg_rss: last.tg_rss })
+}
+
+/// What one repetition measured.
+struct Repetition {
+    pp_secs: f64,
+    tg_secs: f64,
+    passes: usize,
+    cache_bytes: usize,
+    tg_rss: (Option<u64>, Option<u64>),
+}
+
+/// One repetition: the depth filled, the prompt timed, then `gen` greedy tokens timed.
+fn repetition<B: Backend>(
+    session: &mut Session<B>,
+    o: &Options,
+    random: &mut impl FnMut(usize) -> Vec<u32>,
+) -> Result<Repetition> {
+    session.reset()?;
+    if o.depth > 0 {
+        session.prompt(&random(o.depth), false, Want::Last)?;
+    }
+    let prompt = random(o.prompt);
+    let t0 = Instant::now();
+    let mut logits = session.prompt(&prompt, false, Want::Last)?.logits;
+    let pp_secs = t0.elapsed().as_secs_f64();
+    let rss_before = rss();
+    let t1 = Instant::now();
+    let mut passes = 0;
+    for _ in 0..o.gen {
+        session.sampled(argmax(&logits));
+        let d = session.decode()?;
+        passes += d.passes;
+        logits = d.logits;
+    }
+    let tg_secs = t1.elapsed().as_secs_f64();
+    let cache_bytes = session.forward().cache_bytes();
+    Ok(Repetition { pp_secs, tg_secs, passes, cache_bytes, tg_rss: (rss_before, rss()) })
 }
 
 /// Refuses, before any work, a context whose caches (in the session's attention mode)

@@ -128,6 +128,12 @@ pub const TARGET_GROUPS: usize = 512;
 /// and of 64 keys (bench/logs/h200-2026-12-02b, h200-2026-12-02d/call-1).
 pub const MIN_PER: usize = 32;
 
+/// The fewest keys to a chunk of a prompt's blocks by default (`Options::block_per`):
+/// dory-tiny's pp512 in 4 chunks of 160 keys ran 143,838–147,580 tok/s on the H200 against
+/// 135,481–136,398 in 9 of 64 (bench/logs/h200-2026-12-04d/call-1; the larger config's
+/// within its noise, 22,538–22,880 against 22,288–22,384).
+pub const MIN_PER_BLOCK: usize = 256;
+
 /// The chunks of a step whose rows see at most `most` positions, `min_per` or more to each.
 ///
 /// A row's time is its longest chunk's walk (∝ keys / chunks) plus the combine's read of
@@ -176,8 +182,8 @@ pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fu
 /// `s` with chunks of whole tiles of `tile` keys where they hold more than one: a chunk's
 /// time is its count of tiles, a last tile of a few keys waiting as long as a full one, so
 /// a decoded row's ~4,640 keys go in 73 chunks of one tile (attend.wgsl's 64) rather than
-/// 68 of two, and dory-tiny's prompt's blocks (527 keys) in 9 chunks of 2 tiles of 32
-/// rather than 8 of 66 keys, 3 tiles.
+/// 68 of two, and a prompt's blocks at depth 0 (527 keys) in 4 chunks of 5 tiles of 32
+/// rather than 3 of 176 keys, 6 tiles.
 fn whole_tiles(s: Split, most: usize, tile: usize) -> Split {
     if s.per <= tile {
         return s;
@@ -346,8 +352,8 @@ mod tests {
     fn a_prompts_blocks_walk_whole_tiles() {
         // pp512 at depth 0 (a walk of 527 keys, 32 blocks) → (per, chunks): dory-tiny's
         // 2 KV heads, the larger config's 4; at depth 4096 a last chunk of 15 keys.
-        for (walk, kv, per, chunks) in [(527, 2, 64, 9), (527, 4, 128, 5), (4_623, 4, 1_152, 5)] {
-            let s = whole_tiles(split(walk, 32, kv, MIN_PER, TARGET_GROUPS), walk, BLOCK_TILE);
+        for (walk, kv, per, chunks) in [(527, 2, 160, 4), (527, 4, 160, 4), (4_623, 4, 1_152, 5)] {
+            let s = whole_tiles(split(walk, 32, kv, MIN_PER_BLOCK, TARGET_GROUPS), walk, BLOCK_TILE);
             assert_eq!((s.per, s.chunks), (per, chunks), "{walk} keys, {kv} KV heads");
         }
     }
