@@ -1,10 +1,7 @@
 // Attention (spec §4, §6's near set) of one row's four query heads of one KV head over one
 // chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of TILE
 // keys, the value sum. One workgroup per (chunk, KV head, row); in it, LANES invocations
-// share each key's score and the value sum is cut into groups of keys × four dims. A
-// decoded row's chunk is short, so what bounds it is its chain of waits: a tile's keys and
-// values are all loaded at once (the first tile's before the prologue), where a round trip
-// a piece had cost more than their bytes. With `direct` (one chunk)
+// share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
 // sealed layer, o1.wgsl's combine_sealed).
@@ -39,7 +36,7 @@ fn width() -> u32 {
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> vc: array<f32>;
 // Bindings 3–5 (qkvg, gate_scale, z) are attention.wgsl's.
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> up: array<f32>;
@@ -57,10 +54,9 @@ const NONE: f32 = -1.0e30;
 
 var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
 var<workgroup> w_sh: array<vec4<f32>, TILE>;  // a tile's weights, one vec4 (4 heads) per key
+var<workgroup> s_sh: array<u32, TILE>;        // a tile's slots
 var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
-var<workgroup> own_v: array<vec4<f32>, 64>;    // fused: and value [d/4]
-// The key groups' value sums at a chunk's end, [group, head, dim], for join_values.
-var<workgroup> join_sh: array<f32, 4096>;
+var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
 // A slot that no cache has: the row's own key and value, from workgroup memory.
 const OWN: u32 = 0xffffffffu;
 
@@ -153,14 +149,14 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
             if (h == 0u) {
                 own_k[i / 4u][i % 4u] = yk[t].x;
                 own_k[(i + half) / 4u][(i + half) % 4u] = yk[t].y;
-                own_v[i / 4u][i % 4u] = v[t].x;
-                own_v[(i + half) / 4u][(i + half) % 4u] = v[t].y;
+                own_v[i] = v[t].x;
+                own_v[i + half] = v[t].y;
                 if (write_kv) {
                     let kb = slot * kd + c * d;
                     kc[(kb + i) / 4u][(kb + i) % 4u] = yk[t].x;
                     kc[(kb + half + i) / 4u][(kb + half + i) % 4u] = yk[t].y;
-                    vc[(kb + i) / 4u][(kb + i) % 4u] = v[t].x;
-                    vc[(kb + half + i) / 4u][(kb + half + i) % 4u] = v[t].y;
+                    vc[kb + i] = v[t].x;
+                    vc[kb + half + i] = v[t].y;
                 }
             }
         }
@@ -168,128 +164,39 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
 }
 
 // The online softmax over the keys folded in so far: the maximum and the sum of the four
-// heads' scores, and this invocation's value sums, four dims (4 · (lid % d/4) …) of each
-// head over its group of keys (`value_round`).
+// heads' scores, and this invocation's dim of their value sums.
 struct Run {
     m: vec4<f32>,
     l: vec4<f32>,
-    acc: array<vec4<f32>, 4>,
+    acc: vec4<f32>,
 }
 
-// Pieces of a key, or values of keys, loaded in rounds of ROUND: all of a round's loads are
-// issued before any is used, so that a tile waits on memory once, not once a piece (the
-// driver's compiler does not hoist loads over the uses before them).
-const ROUND: u32 = 8u;
-
-// A round of an invocation's values: dims 4 · (lid % d/4) … of the keys group + u · groups
-// of a tile (u < ROUND), `own` bit u set where that key is the row's own (in workgroup
-// memory, read once it is prepared).
-struct Values {
-    v: array<vec4<f32>, 8>,
-    own: u32,
-}
-
-// What a tile reads from the caches first, issued before anything waits: the slot of the
-// key this invocation scores and its first round of pieces, and its first round of values.
-struct Loads {
-    kslot: u32,
-    k: array<vec4<f32>, 8>,
-    vals: Values,
-}
-
-// The slot of step i of the walk: OWN for the row's own position when fused.
-fn slot_at(sn: Seen, i: u32, pos: u32) -> u32 {
-    let j = walk_at(sn, i);
-    if (has(FUSED) && j == pos) {
-        return OWN;
-    }
-    return slot_of(j);
-}
-
-// Where KV head c of `slot` starts in the caches, in vec4s.
-fn head_at(slot: u32, c: u32) -> u32 {
-    return (slot * p.kv_heads * p.d + c * p.d) / 4u;
-}
-
-// Pieces e0, e0 + LANES, … (a round) of the key in `slot` (not OWN).
-fn key_round(slot: u32, c: u32, e0: u32) -> array<vec4<f32>, 8> {
-    let kb = head_at(slot, c);
-    var k: array<vec4<f32>, 8>;
-    for (var u = 0u; u < ROUND; u = u + 1u) {
-        let e = e0 + u * LANES;
-        if (e < p.d / 4u) {
-            k[u] = kc[kb + e];
-        }
-    }
-    return k;
-}
-
-// The round of values of the keys j0, j0 + groups, … of the tile at t0 (`count` keys).
-fn value_round(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, count: u32, j0: u32) -> Values {
+// The four queries' dot products with the key in `slot` (OWN: the row's own), over the
+// dims lane, lane + LANES, … of it: four pieces of the key loaded before any is used, so
+// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop).
+fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
-    let groups = WG / d4;
-    var r: Values;
-    for (var u = 0u; u < ROUND; u = u + 1u) {
-        let jj = j0 + u * groups;
-        if (jj < count) {
-            let slot = slot_at(sn, t0 + jj, pos);
-            if (slot == OWN) {
-                r.own |= 1u << u;
-            } else {
-                r.v[u] = vc[head_at(slot, c) + lid % d4];
-            }
-        }
-    }
-    return r;
-}
-
-// Issues the first round of loads of the tile of keys t0 … t0 + TILE − 1 of the walk
-// (before `end`).
-fn load_tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32) -> Loads {
-    var ld: Loads;
-    let key = lid / LANES;
-    if (t0 + key < end) {
-        ld.kslot = slot_at(sn, t0 + key, pos);
-        if (ld.kslot != OWN) {
-            ld.k = key_round(ld.kslot, c, lid % LANES);
-        }
-    }
-    let group = lid / (p.d / 4u);
-    if (group < WG / (p.d / 4u)) {
-        ld.vals = value_round(lid, c, pos, sn, t0, min(TILE, end - t0), group);
-    }
-    return ld;
-}
-
-// The four queries' dot products with `k`, pieces e0, e0 + LANES, … of a key.
-fn round_dots(k: array<vec4<f32>, 8>, e0: u32) -> vec4<f32> {
+    let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
     var dots = vec4<f32>(0.0);
-    for (var u = 0u; u < ROUND; u = u + 1u) {
-        let e = e0 + u * LANES;
-        if (e < p.d / 4u) {
-            dots += q_dots(k[u], e);
-        }
+    var e = lane;
+    for (; e + 3u * LANES < d4; e = e + 4u * LANES) {
+        let k0 = key4(slot, kb, e);
+        let k1 = key4(slot, kb, e + LANES);
+        let k2 = key4(slot, kb, e + 2u * LANES);
+        let k3 = key4(slot, kb, e + 3u * LANES);
+        dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
+    }
+    for (; e < d4; e = e + LANES) {
+        dots += q_dots(key4(slot, kb, e), e);
     }
     return dots;
 }
 
-// The four queries' dot products with this invocation's key of the tile over its dims
-// lane, lane + LANES, …: the first round from `ld`, any further (heads wider than
-// ROUND · LANES pieces) loaded a round at a time.
-fn key_dots(ld: Loads, c: u32, lane: u32) -> vec4<f32> {
-    let d4 = p.d / 4u;
-    var dots = vec4<f32>(0.0);
-    if (ld.kslot == OWN) {
-        for (var e = lane; e < d4; e = e + LANES) {
-            dots += q_dots(own_k[e], e);
-        }
-        return dots;
+fn key4(slot: u32, kb: u32, e: u32) -> vec4<f32> {
+    if (slot == OWN) {
+        return own_k[e];
     }
-    dots = round_dots(ld.k, lane);
-    for (var e0 = lane + ROUND * LANES; e0 < d4; e0 = e0 + ROUND * LANES) {
-        dots += round_dots(key_round(ld.kslot, c, e0), e0);
-    }
-    return dots;
+    return kc[kb + e];
 }
 
 // Dims 4e … 4e + 3 of k against the same dims of the four queries.
@@ -298,38 +205,29 @@ fn q_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
     return vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
 }
 
-// `acc` plus a round of values weighed by the four heads' weights of their keys (w_sh).
-fn add_round(r: Values, lid: u32, j0: u32, count: u32, acc: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
-    let d4 = p.d / 4u;
-    let groups = WG / d4;
-    var a = acc;
-    for (var u = 0u; u < ROUND; u = u + 1u) {
-        let jj = j0 + u * groups;
-        if (jj < count) {
-            var v = r.v[u];
-            if ((r.own & (1u << u)) != 0u) {
-                v = own_v[lid % d4];
-            }
-            let w = w_sh[jj];
-            a[0] += w.x * v;
-            a[1] += w.y * v;
-            a[2] += w.z * v;
-            a[3] += w.w * v;
-        }
+fn value(slot: u32, c: u32, dim: u32) -> f32 {
+    if (slot == OWN) {
+        return own_v[dim];
     }
-    return a;
+    return vc[slot * p.kv_heads * p.d + c * p.d + dim];
 }
 
-// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`),
-// whose first loads are `ld`, into `run`: LANES invocations score each key, then each
-// invocation adds its values of its group's keys (d/4 invocations a group).
-fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, ld: Loads, run: Run) -> Run {
+// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
     let key = lid / LANES;
     let lane = lid % LANES;
-    let valid = t0 + key < end;
+    let i = t0 + key;
+    let valid = i < end;
+    var slot = 0u;
     var dots = vec4<f32>(0.0);
     if (valid) {
-        dots = key_dots(ld, c, lane);
+        let j = walk_at(sn, i);
+        slot = slot_of(j);
+        if (has(FUSED) && j == pos) {
+            slot = OWN;
+        }
+        dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
     let top = max(run.m, seg_max4(s, lid, WG));
@@ -340,48 +238,33 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, ld: Loads, run:
     }
     if (lane == 0u) {
         w_sh[key] = e;
+        s_sh[key] = slot;
     }
-    // Each key counted once in the sum: by its first lane (the reduction's barrier also
-    // makes w_sh whole).
+    // Each key counted once in the sum: by its first lane.
     let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
-    var acc = array<vec4<f32>, 4>(run.acc[0] * fix.x, run.acc[1] * fix.y, run.acc[2] * fix.z, run.acc[3] * fix.w);
-    let d4 = p.d / 4u;
-    let groups = WG / d4;
-    let group = lid / d4;
+    var acc = run.acc * fix;
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
+    let d = p.d;
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
     if (group < groups) {
+        // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
-        acc = add_round(ld.vals, lid, group, count, acc);
-        for (var j0 = group + ROUND * groups; j0 < count; j0 = j0 + ROUND * groups) {
-            acc = add_round(value_round(lid, c, pos, sn, t0, count, j0), lid, j0, count, acc);
+        var jj = group;
+        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        }
+        for (; jj < count; jj = jj + groups) {
+            acc += w_sh[jj] * value(s_sh[jj], c, dim);
         }
     }
     workgroupBarrier();
     return Run(top, l, acc);
-}
-
-// The groups' value sums joined: for lid < d, dim lid of the four heads (a vec4).
-fn join_values(acc: array<vec4<f32>, 4>, lid: u32) -> vec4<f32> {
-    let d = p.d;
-    let d4 = d / 4u;
-    let groups = WG / d4;
-    let group = lid / d4;
-    if (group < groups) {
-        let at = group * GROUP * d + 4u * (lid % d4);
-        for (var h = 0u; h < GROUP; h = h + 1u) {
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                join_sh[at + h * d + i] = acc[h][i];
-            }
-        }
-    }
-    workgroupBarrier();
-    var sum = vec4<f32>(0.0);
-    if (lid < d) {
-        for (var g = 0u; g < groups; g = g + 1u) {
-            let b = g * GROUP * d + lid;
-            sum += vec4<f32>(join_sh[b], join_sh[b + d], join_sh[b + 2u * d], join_sh[b + 3u * d]);
-        }
-    }
-    return sum;
 }
 
 @compute @workgroup_size(256)
@@ -391,12 +274,7 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let r = wid.z + p.row0;
     let d = p.d;
     let pos = p.pos0 + r;
-    let sn = seen(pos);
-    let start = min(ch * p.per, sn.n);
-    let end = min(start + p.per, sn.n);
-    // The first tile's keys and values and the gates of a direct result, loaded before the
-    // row's waits (dims past d: unused).
-    var ld = load_tile(lid, c, pos, sn, start, end);
+    // The gates of a direct result, loaded before the row's waits (dims past d: unused).
     var g = vec4<f32>(0.0);
     if (has(DIRECT) && lid < d) {
         g = gates(r, c, p.kv_heads, d, lid);
@@ -410,15 +288,14 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         }
     }
     workgroupBarrier();
-    let zero = vec4<f32>(0.0);
-    var run = Run(vec4<f32>(NONE), zero, array<vec4<f32>, 4>(zero, zero, zero, zero));
+    let sn = seen(pos);
+    let start = min(ch * p.per, sn.n);
+    let end = min(start + p.per, sn.n);
+    var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        if (t0 != start) {
-            ld = load_tile(lid, c, pos, sn, t0, end);
-        }
-        run = tile(lid, c, pos, sn, t0, end, ld, run);
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
-    let acc = join_values(run.acc, lid);
+    let acc = join_groups(run.acc, lid, d);
     if (lid >= d) {
         return;
     }
