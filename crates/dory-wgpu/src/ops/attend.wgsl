@@ -1,10 +1,7 @@
 // Attention (spec §4, §6's near set) of one row's four query heads of one KV head over one
 // chunk of the positions the row sees: scores λ q·k, an online softmax over tiles of TILE
 // keys, the value sum. One workgroup per (chunk, KV head, row); in it, LANES invocations
-// share each key's score and the value sum is cut into groups of keys × four dims. A
-// decoded row's chunk is short, so what bounds it is its chain of waits: a tile's keys and
-// values are all loaded at once (the first tile's before the prologue), where a round trip
-// a piece had cost more than their bytes. With `direct` (one chunk)
+// share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
 // sealed layer, o1.wgsl's combine_sealed).
@@ -39,7 +36,7 @@ fn width() -> u32 {
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> vc: array<f32>;
 // Bindings 3–5 (qkvg, gate_scale, z) are attention.wgsl's.
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> up: array<f32>;
@@ -57,10 +54,11 @@ const NONE: f32 = -1.0e30;
 
 var<workgroup> q_sh: array<vec4<f32>, 256>;   // [4 heads, d/4]
 var<workgroup> w_sh: array<vec4<f32>, TILE>;  // a tile's weights, one vec4 (4 heads) per key
+var<workgroup> s_sh: array<u32, TILE>;        // a tile's slots
 var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
-var<workgroup> own_v: array<vec4<f32>, 64>;    // fused: and value [d/4]
-// The key groups' value sums at a chunk's end, [group, head, dim], for join_values.
-var<workgroup> join_sh: array<f32, 4096>;
+var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
+// A slot that no cache has: the row's own key and value, from workgroup memory.
+const OWN: u32 = 0xffffffffu;
 
 // The raw pairs (i, i + d/2) for i = lane and lane + 64 of the head at qkvg[src …] (d
 // values), rotated when the layer rotates, by a run of 64 invocations: loads only, so that
@@ -151,188 +149,85 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
             if (h == 0u) {
                 own_k[i / 4u][i % 4u] = yk[t].x;
                 own_k[(i + half) / 4u][(i + half) % 4u] = yk[t].y;
-                own_v[i / 4u][i % 4u] = v[t].x;
-                own_v[(i + half) / 4u][(i + half) % 4u] = v[t].y;
+                own_v[i] = v[t].x;
+                own_v[i + half] = v[t].y;
                 if (write_kv) {
                     let kb = slot * kd + c * d;
                     kc[(kb + i) / 4u][(kb + i) % 4u] = yk[t].x;
                     kc[(kb + half + i) / 4u][(kb + half + i) % 4u] = yk[t].y;
-                    vc[(kb + i) / 4u][(kb + i) % 4u] = v[t].x;
-                    vc[(kb + half + i) / 4u][(kb + half + i) % 4u] = v[t].y;
+                    vc[kb + i] = v[t].x;
+                    vc[kb + half + i] = v[t].y;
                 }
             }
         }
     }
 }
 
-// Four vec4s: a KV head's four query heads at four dims (named, not an array: the H200's
-// driver keeps an array indexed in a loop in memory, gemv.wgsl says; here that cost a
-// decoded token 7–20 %, bench/logs/h200-2026-12-04d/call-3).
-struct Heads {
-    h0: vec4<f32>,
-    h1: vec4<f32>,
-    h2: vec4<f32>,
-    h3: vec4<f32>,
-}
-
 // The online softmax over the keys folded in so far: the maximum and the sum of the four
-// heads' scores, and this invocation's value sums, dims 4 · (lid % d/4) … of each head over
-// its group of keys.
+// heads' scores, and this invocation's dim of their value sums.
 struct Run {
     m: vec4<f32>,
     l: vec4<f32>,
-    acc: Heads,
+    acc: vec4<f32>,
 }
 
-// A round of loads: eight pieces of a key, or eight keys' values, all issued before any is
-// used, so that a tile waits on memory once, not once a piece (the compiler does not hoist
-// loads over the uses before them).
-struct Round {
-    a: vec4<f32>,
-    b: vec4<f32>,
-    c: vec4<f32>,
-    d: vec4<f32>,
-    e: vec4<f32>,
-    f: vec4<f32>,
-    g: vec4<f32>,
-    h: vec4<f32>,
-}
-
-// What a tile reads from the caches first, issued before anything waits: the slot of the
-// key this invocation scores and its first round of pieces, and its first round of values.
-struct Loads {
-    kslot: u32,
-    k: Round,
-    v: Round,
-}
-
-// Whether step i of the walk is the row's own position (its last), read from workgroup
-// memory when fused.
-fn is_own(sn: Seen, i: u32) -> bool {
-    return has(FUSED) && i + 1u == sn.n;
-}
-
-// Where KV head c of `slot` starts in the caches, in vec4s.
-fn head_at(slot: u32, c: u32) -> u32 {
-    return (slot * p.kv_heads * p.d + c * p.d) / 4u;
-}
-
-// Piece e of the key at kb (its last past the end: weighed 0 by piece_dots).
-fn piece(kb: u32, e: u32) -> vec4<f32> {
-    return kc[kb + min(e, p.d / 4u - 1u)];
-}
-
-// Pieces e0, e0 + LANES, … (a round) of the key in `slot`.
-fn key_round(slot: u32, c: u32, e0: u32) -> Round {
-    let kb = head_at(slot, c);
-    return Round(piece(kb, e0), piece(kb, e0 + LANES), piece(kb, e0 + 2u * LANES), piece(kb, e0 + 3u * LANES),
-        piece(kb, e0 + 4u * LANES), piece(kb, e0 + 5u * LANES), piece(kb, e0 + 6u * LANES), piece(kb, e0 + 7u * LANES));
-}
-
-// The value of key jj of the tile at t0 at this invocation's dims (0 past `count` and for
-// the row's own, which add_value reads from workgroup memory).
-fn value(lid: u32, c: u32, sn: Seen, t0: u32, count: u32, jj: u32) -> vec4<f32> {
-    if (jj >= count || is_own(sn, t0 + jj)) {
-        return vec4<f32>(0.0);
-    }
-    return vc[head_at(slot_of(walk_at(sn, t0 + jj)), c) + lid % (p.d / 4u)];
-}
-
-// The values of keys j0, j0 + groups, … (a round) of the tile at t0.
-fn value_round(lid: u32, c: u32, sn: Seen, t0: u32, count: u32, j0: u32) -> Round {
-    let s = WG / (p.d / 4u);
-    return Round(value(lid, c, sn, t0, count, j0), value(lid, c, sn, t0, count, j0 + s),
-        value(lid, c, sn, t0, count, j0 + 2u * s), value(lid, c, sn, t0, count, j0 + 3u * s),
-        value(lid, c, sn, t0, count, j0 + 4u * s), value(lid, c, sn, t0, count, j0 + 5u * s),
-        value(lid, c, sn, t0, count, j0 + 6u * s), value(lid, c, sn, t0, count, j0 + 7u * s));
-}
-
-// Issues the first round of loads of the tile of keys t0 … t0 + TILE − 1 of the walk
-// (before `end`).
-fn load_tile(lid: u32, c: u32, sn: Seen, t0: u32, end: u32) -> Loads {
-    var ld: Loads;
-    let i = t0 + lid / LANES;
-    if (i < end && !is_own(sn, i)) {
-        ld.kslot = slot_of(walk_at(sn, i));
-        ld.k = key_round(ld.kslot, c, lid % LANES);
-    }
-    let group = lid / (p.d / 4u);
-    if (group < WG / (p.d / 4u)) {
-        ld.v = value_round(lid, c, sn, t0, min(TILE, end - t0), group);
-    }
-    return ld;
-}
-
-// Dims 4e … 4e + 3 of k against the same dims of the four queries (0 past the head).
-fn piece_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
+// The four queries' dot products with the key in `slot` (OWN: the row's own), over the
+// dims lane, lane + LANES, … of it: four pieces of the key loaded before any is used, so
+// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop).
+fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
-    let f = min(e, d4 - 1u);
-    let dots = vec4<f32>(dot(k, q_sh[f]), dot(k, q_sh[d4 + f]), dot(k, q_sh[2u * d4 + f]), dot(k, q_sh[3u * d4 + f]));
-    return select(vec4<f32>(0.0), dots, e < d4);
-}
-
-fn round_dots(k: Round, e0: u32) -> vec4<f32> {
-    let l = LANES;
-    return ((piece_dots(k.a, e0) + piece_dots(k.b, e0 + l)) + (piece_dots(k.c, e0 + 2u * l) + piece_dots(k.d, e0 + 3u * l)))
-        + ((piece_dots(k.e, e0 + 4u * l) + piece_dots(k.f, e0 + 5u * l))
-            + (piece_dots(k.g, e0 + 6u * l) + piece_dots(k.h, e0 + 7u * l)));
-}
-
-// The four queries' dot products with this invocation's key of the tile (step i of the
-// walk) over its dims lane, lane + LANES, …: the first round from `ld`, any further (heads
-// wider than 8 · LANES pieces) a round at a time.
-fn key_dots(ld: Loads, sn: Seen, i: u32, c: u32, lane: u32) -> vec4<f32> {
-    let d4 = p.d / 4u;
+    let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
     var dots = vec4<f32>(0.0);
-    if (is_own(sn, i)) {
-        for (var e = lane; e < d4; e = e + LANES) {
-            dots += piece_dots(own_k[e], e);
-        }
-        return dots;
+    var e = lane;
+    for (; e + 3u * LANES < d4; e = e + 4u * LANES) {
+        let k0 = key4(slot, kb, e);
+        let k1 = key4(slot, kb, e + LANES);
+        let k2 = key4(slot, kb, e + 2u * LANES);
+        let k3 = key4(slot, kb, e + 3u * LANES);
+        dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
     }
-    dots = round_dots(ld.k, lane);
-    for (var e0 = lane + 8u * LANES; e0 < d4; e0 = e0 + 8u * LANES) {
-        dots += round_dots(key_round(ld.kslot, c, e0), e0);
+    for (; e < d4; e = e + LANES) {
+        dots += q_dots(key4(slot, kb, e), e);
     }
     return dots;
 }
 
-// `acc` plus key jj's value v weighed by the four heads' weights of it (w_sh).
-fn add_value(acc: Heads, lid: u32, sn: Seen, t0: u32, count: u32, jj: u32, v: vec4<f32>) -> Heads {
-    if (jj >= count) {
-        return acc;
+fn key4(slot: u32, kb: u32, e: u32) -> vec4<f32> {
+    if (slot == OWN) {
+        return own_k[e];
     }
-    var x = v;
-    if (is_own(sn, t0 + jj)) {
-        x = own_v[lid % (p.d / 4u)];
-    }
-    let w = w_sh[jj];
-    return Heads(acc.h0 + w.x * x, acc.h1 + w.y * x, acc.h2 + w.z * x, acc.h3 + w.w * x);
+    return kc[kb + e];
 }
 
-// `acc` plus a round of values, keys j0, j0 + groups, ….
-fn add_round(acc: Heads, lid: u32, sn: Seen, t0: u32, count: u32, j0: u32, v: Round) -> Heads {
-    let s = WG / (p.d / 4u);
-    var a = add_value(acc, lid, sn, t0, count, j0, v.a);
-    a = add_value(a, lid, sn, t0, count, j0 + s, v.b);
-    a = add_value(a, lid, sn, t0, count, j0 + 2u * s, v.c);
-    a = add_value(a, lid, sn, t0, count, j0 + 3u * s, v.d);
-    a = add_value(a, lid, sn, t0, count, j0 + 4u * s, v.e);
-    a = add_value(a, lid, sn, t0, count, j0 + 5u * s, v.f);
-    a = add_value(a, lid, sn, t0, count, j0 + 6u * s, v.g);
-    return add_value(a, lid, sn, t0, count, j0 + 7u * s, v.h);
+// Dims 4e … 4e + 3 of k against the same dims of the four queries.
+fn q_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
+    let d4 = p.d / 4u;
+    return vec4<f32>(dot(k, q_sh[e]), dot(k, q_sh[d4 + e]), dot(k, q_sh[2u * d4 + e]), dot(k, q_sh[3u * d4 + e]));
 }
 
-// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`),
-// whose first loads are `ld`, into `run`: LANES invocations score each key, then each
-// invocation adds its values of its group's keys (d/4 invocations a group).
-fn tile(lid: u32, c: u32, sn: Seen, t0: u32, end: u32, ld: Loads, run: Run) -> Run {
+fn value(slot: u32, c: u32, dim: u32) -> f32 {
+    if (slot == OWN) {
+        return own_v[dim];
+    }
+    return vc[slot * p.kv_heads * p.d + c * p.d + dim];
+}
+
+// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
     let key = lid / LANES;
     let lane = lid % LANES;
-    let valid = t0 + key < end;
+    let i = t0 + key;
+    let valid = i < end;
+    var slot = 0u;
     var dots = vec4<f32>(0.0);
     if (valid) {
-        dots = key_dots(ld, sn, t0 + key, c, lane);
+        let j = walk_at(sn, i);
+        slot = slot_of(j);
+        if (has(FUSED) && j == pos) {
+            slot = OWN;
+        }
+        dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
     let top = max(run.m, seg_max4(s, lid, WG));
@@ -343,50 +238,33 @@ fn tile(lid: u32, c: u32, sn: Seen, t0: u32, end: u32, ld: Loads, run: Run) -> R
     }
     if (lane == 0u) {
         w_sh[key] = e;
+        s_sh[key] = slot;
     }
-    // Each key counted once in the sum: by its first lane (the reduction's barrier also
-    // makes w_sh whole).
+    // Each key counted once in the sum: by its first lane.
     let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
-    let r = run.acc;
-    var acc = Heads(r.h0 * fix.x, r.h1 * fix.y, r.h2 * fix.z, r.h3 * fix.w);
-    let d4 = p.d / 4u;
-    let groups = WG / d4;
-    let group = lid / d4;
+    var acc = run.acc * fix;
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
+    let d = p.d;
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
     if (group < groups) {
+        // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
-        acc = add_round(acc, lid, sn, t0, count, group, ld.v);
-        for (var j0 = group + 8u * groups; j0 < count; j0 = j0 + 8u * groups) {
-            acc = add_round(acc, lid, sn, t0, count, j0, value_round(lid, c, sn, t0, count, j0));
+        var jj = group;
+        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        }
+        for (; jj < count; jj = jj + groups) {
+            acc += w_sh[jj] * value(s_sh[jj], c, dim);
         }
     }
     workgroupBarrier();
     return Run(top, l, acc);
-}
-
-// The groups' value sums joined: for lid < d, dim lid of the four heads (a vec4).
-fn join_values(acc: Heads, lid: u32) -> vec4<f32> {
-    let d = p.d;
-    let d4 = d / 4u;
-    let groups = WG / d4;
-    let group = lid / d4;
-    if (group < groups) {
-        let at = group * GROUP * d + 4u * (lid % d4);
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            join_sh[at + i] = acc.h0[i];
-            join_sh[at + d + i] = acc.h1[i];
-            join_sh[at + 2u * d + i] = acc.h2[i];
-            join_sh[at + 3u * d + i] = acc.h3[i];
-        }
-    }
-    workgroupBarrier();
-    var sum = vec4<f32>(0.0);
-    if (lid < d) {
-        for (var g = 0u; g < groups; g = g + 1u) {
-            let b = g * GROUP * d + lid;
-            sum += vec4<f32>(join_sh[b], join_sh[b + d], join_sh[b + 2u * d], join_sh[b + 3u * d]);
-        }
-    }
-    return sum;
 }
 
 @compute @workgroup_size(256)
@@ -396,12 +274,7 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let r = wid.z + p.row0;
     let d = p.d;
     let pos = p.pos0 + r;
-    let sn = seen(pos);
-    let start = min(ch * p.per, sn.n);
-    let end = min(start + p.per, sn.n);
-    // The first tile's keys and values and the gates of a direct result, loaded before the
-    // row's waits (dims past d: unused).
-    var ld = load_tile(lid, c, sn, start, end);
+    // The gates of a direct result, loaded before the row's waits (dims past d: unused).
     var g = vec4<f32>(0.0);
     if (has(DIRECT) && lid < d) {
         g = gates(r, c, p.kv_heads, d, lid);
@@ -415,15 +288,14 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         }
     }
     workgroupBarrier();
-    let zero = vec4<f32>(0.0);
-    var run = Run(vec4<f32>(NONE), zero, Heads(zero, zero, zero, zero));
+    let sn = seen(pos);
+    let start = min(ch * p.per, sn.n);
+    let end = min(start + p.per, sn.n);
+    var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        if (t0 != start) {
-            ld = load_tile(lid, c, sn, t0, end);
-        }
-        run = tile(lid, c, sn, t0, end, ld, run);
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
-    let acc = join_values(run.acc, lid);
+    let acc = join_groups(run.acc, lid, d);
     if (lid >= d) {
         return;
     }
