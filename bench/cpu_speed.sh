@@ -9,7 +9,11 @@
 #   FORMATS="bf16 q8_0"                                  a subset of the formats
 #   THREADS=2                                            --threads for every run
 #   PEER=bench/out/llama/llama-bench                     llama.cpp in every round too, on
-#                                                        bench/llama_peer.sh's models
+#                                                        bench/llama_peer.sh's models (of
+#                                                        the benchmark config, pp512, tg128)
+#   CONFIG=bench/wgpu-large.json PROMPT=16 GEN=32        another config's models (e.g. one
+#                                                        whose weights outgrow the caches), the
+#                                                        prompt's and the generation's tokens
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -18,15 +22,23 @@ if [ -z "${BINARIES:-}" ]; then
     BINARIES="this=target/release/dory"
 fi
 formats=${FORMATS:-f32 f16 bf16 q8_0}
+config=${CONFIG:-bench/configs-bench-cpu.json}
+# The benchmark config's models keep their old names.
+name=$([ "$config" = bench/configs-bench-cpu.json ] && echo bench-cpu || basename "$config" .json)
+prompt=${PROMPT:-512}
+gen=${GEN:-128}
 threads=${THREADS:+--threads $THREADS}
 # The newest binary writes the models (older ones cannot quantize).
 maker=${BINARIES##*=}
 mkdir -p bench/out
-for f in f32 f16 bf16; do
-    model=bench/out/bench-cpu-$f
-    [ -f $model/config.json ] || $maker init --config bench/configs-bench-cpu.json --seed 1 --dtype $f --out $model >/dev/null
+for f in $formats; do
+    model=bench/out/$name-$f
+    [ $f = q8_0 ] || [ -f $model/config.json ] || $maker init --config "$config" --seed 1 --dtype $f --out $model >/dev/null
 done
-[ -f bench/out/bench-cpu-q8_0/config.json ] || $maker quantize --model bench/out/bench-cpu-bf16 --out bench/out/bench-cpu-q8_0 >/dev/null
+if [[ " $formats " == *" q8_0 "* ]] && [ ! -f bench/out/$name-q8_0/config.json ]; then
+    [ -f bench/out/$name-bf16/config.json ] || $maker init --config "$config" --seed 1 --dtype bf16 --out bench/out/$name-bf16 >/dev/null
+    $maker quantize --model bench/out/$name-bf16 --out bench/out/$name-q8_0 >/dev/null
+fi
 out=bench/out/cpu_speed.jsonl
 : > $out
 # llama-bench on the peer model of a format, its medians and peak RSS in `dory bench`'s shape.
@@ -51,7 +63,8 @@ for r in $(seq "$rounds"); do
         for f in $formats; do
             # An older binary may not read a format: its runs are left out, not fatal.
             # shellcheck disable=SC2086
-            line=$(${b#*=} $threads bench --backend cpu --model bench/out/bench-cpu-$f --prompt 512 --gen 128 --reps 3 --exit none --json 2>/dev/null) || continue
+            line=$(${b#*=} $threads bench --backend cpu --model bench/out/$name-$f --prompt $prompt --gen $gen --reps 3 \
+                --exit none --json 2>/dev/null) || continue
             echo "{\"binary\": \"${b%%=*}\", \"format\": \"$f\", \"run\": $line}" >> $out
         done
     done
@@ -59,11 +72,12 @@ for r in $(seq "$rounds"); do
         echo "{\"binary\": \"llama.cpp\", \"format\": \"$f\", \"run\": $(peer_run $f)}" >> $out
     done
 done
-python3 - "$out" <<'PY'
+python3 - "$out" "$prompt" "$gen" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
+pp_name, tg_name = f"pp{sys.argv[2]} tok/s", f"tg{sys.argv[3]} tok/s"
 print(f"{len(runs)} runs, {runs[0]['run']['reps']} reps each, {runs[0]['run']['backend']}")
-print(f"{'binary':9} {'format':6} {'commit':8} {'pp512 tok/s':>22} {'tg128 tok/s':>22} {'peak RSS':>9} {'weights':>9}")
+print(f"{'binary':9} {'format':6} {'commit':8} {pp_name:>22} {tg_name:>22} {'peak RSS':>9} {'weights':>9}")
 keys = list(dict.fromkeys((r["binary"], r["format"]) for r in runs))
 for b, f in keys:
     rs = [r["run"] for r in runs if (r["binary"], r["format"]) == (b, f)]

@@ -393,16 +393,56 @@ mod x86 {
     /// 8–16 KiB no more). The f32, f16 and bf16 rows, one stream each, did not gain from it.
     const AHEAD_Q8: usize = 128 * GROUP;
 
+    /// How far ahead of its reads a row of f32, f16 or bf16 weights has the L2 fetch them,
+    /// in bytes: on an Intel Xeon (Emerald Rapids, 2 cores of a VM) the hardware's
+    /// prefetcher alone kept a 1.05 GB bf16 model's decode at 6.6 GB/s of the 29 GB/s two
+    /// threads read; 4 KiB ahead into the L2 ran it 1.35× faster (1 KiB into the L1: 1.05×,
+    /// 4 KiB into the L1: 1.12×, 16–32 KiB no more), the benchmark config in cache no slower
+    /// (docs/BENCHMARKS.md, 2026-12-04). On Zen 4 the hardware kept a 221 MB bf16 model at
+    /// 22.8 GB/s and 4 KiB ahead into the L1 cost 5–8 %: only Intel's cores prefetch here.
+    /// `DORY_CPU_ROW_AHEAD=BYTES` sets it (0: off) for measuring.
+    fn row_ahead() -> usize {
+        static AHEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *AHEAD.get_or_init(|| {
+            let set = std::env::var("DORY_CPU_ROW_AHEAD").ok().and_then(|v| v.trim().parse().ok());
+            set.unwrap_or(if intel() { 4096 } else { 0 })
+        })
+    }
+
+    /// Elements of a cache line.
+    fn line_of<T>(_: *const T) -> usize {
+        64 / size_of::<T>()
+    }
+
+    /// Whether the CPU's vendor string is Intel's.
+    fn intel() -> bool {
+        let id = __cpuid(0);
+        let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+        vendor == b"GenuineIntel"
+    }
+
     /// `dot!(load, scalar, w, x)`: Σ w_i x_i for a row `w` of pointers' element type,
     /// four accumulators of eight lanes (to hide the FMA latency), then a scalar tail.
+    /// With `ahead` (elements; 0: none), each step of 32 elements first asks the L2 for the
+    /// cache lines `ahead` elements on (`row_ahead`).
     macro_rules! dot {
-        ($load:ident, $scalar:expr, $w:expr, $x:expr) => {{
+        ($load:ident, $scalar:expr, $w:expr, $x:expr) => {
+            dot!($load, $scalar, $w, $x, 0)
+        };
+        ($load:ident, $scalar:expr, $w:expr, $x:expr, $ahead:expr) => {{
             let (w, x) = ($w, $x);
             let n = x.len();
             let (pw, px) = (w.as_ptr(), x.as_ptr());
+            let ahead: usize = $ahead;
+            let line = line_of(pw);
             let mut acc = [_mm256_setzero_ps(); 4];
             let mut i = 0;
             while i + 32 <= n {
+                if ahead > 0 {
+                    for l in (0..32).step_by(line) {
+                        _mm_prefetch::<_MM_HINT_T1>(pw.wrapping_add(i + ahead + l) as *const i8);
+                    }
+                }
                 for (j, a) in acc.iter_mut().enumerate() {
                     *a = _mm256_fmadd_ps($load(pw.add(i + 8 * j)), _mm256_loadu_ps(px.add(i + 8 * j)), *a);
                 }
@@ -684,10 +724,11 @@ mod x86 {
     pub unsafe fn gemv(out: &mut [f32], w: Rows, x: &[f32]) {
         let k = x.len();
         let rows = out.iter_mut().enumerate().map(|(j, o)| (o, j * k..(j + 1) * k));
+        let ahead = row_ahead();
         match w {
-            Rows::F32(w) => rows.for_each(|(o, r)| *o = dot(&w[r], x)),
-            Rows::F16(w) => rows.for_each(|(o, r)| *o = dot!(load_f16, f16_to_f32, &w[r], x)),
-            Rows::Bf16(w) => rows.for_each(|(o, r)| *o = dot!(load_bf16, bf16_to_f32, &w[r], x)),
+            Rows::F32(w) => rows.for_each(|(o, r)| *o = dot!(load_f32, |v: f32| v, &w[r], x, ahead / 4)),
+            Rows::F16(w) => rows.for_each(|(o, r)| *o = dot!(load_f16, f16_to_f32, &w[r], x, ahead / 2)),
+            Rows::Bf16(w) => rows.for_each(|(o, r)| *o = dot!(load_bf16, bf16_to_f32, &w[r], x, ahead / 2)),
             Rows::Q8(q, s) => gemv_q8(out, q, s, x),
         }
     }
