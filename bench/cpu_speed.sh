@@ -86,6 +86,7 @@ for b, f in keys:
     rss = max(r["peak_rss_bytes"] for r in rs) / 2**20
     held = rs[0].get("weight_bytes")
     held = f"{held / 2**20:.1f} MiB" if held else "n/a"
-    span = lambda xs: f"{statistics.median(xs):7.0f} ({min(xs):.0f}–{max(xs):.0f})"
+    d = lambda x: 1 if x < 100 else 0
+    span = lambda xs: f"{statistics.median(xs):7.{d(min(xs))}f} ({min(xs):.{d(min(xs))}f}–{max(xs):.{d(min(xs))}f})"
     print(f"{b:9} {f:6} {rs[0]['commit']:8} {span(pp):>22} {span(tg):>22} {rss:6.0f} MiB {held:>9}")
 PY
