@@ -394,7 +394,7 @@ mod x86 {
     const AHEAD_Q8: usize = 128 * GROUP;
 
     /// How far ahead of its reads a row of f32, f16 or bf16 weights has the L2 fetch them,
-    /// in bytes: on an Intel Xeon (Emerald Rapids, 2 cores of a VM) the hardware's
+    /// in bytes: on an Intel Xeon (2 cores of a VM, 480 MiB of L3) the hardware's
     /// prefetcher alone kept a 1.05 GB bf16 model's decode at 6.6 GB/s of the 29 GB/s two
     /// threads read; 4 KiB ahead into the L2 ran it 1.35× faster (1 KiB into the L1: 1.05×,
     /// 4 KiB into the L1: 1.12×, 16–32 KiB no more), the benchmark config in cache no slower
