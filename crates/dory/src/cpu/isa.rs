@@ -390,7 +390,7 @@ mod x86 {
     /// decoding reads W once a pass, from memory where the model outgrows the caches, and
     /// the hardware's prefetcher alone left these loads waiting (a 118 MB q8_0 model on one
     /// Zen 4 core: 12.4–14.7 tok/s, 19.4–20.8 with 4 KiB ahead; 256 bytes gained nothing,
-    /// 8–16 KiB no more). The f32, f16 and bf16 rows, one stream each, did not gain from it.
+    /// 8–16 KiB no more). On Zen 4 the f32, f16 and bf16 rows did not gain from it (`row_ahead`).
     const AHEAD_Q8: usize = 128 * GROUP;
 
     /// How far ahead of its reads a row of f32, f16 or bf16 weights has the L2 fetch them,
