@@ -129,9 +129,9 @@ pub const TARGET_GROUPS: usize = 512;
 pub const MIN_PER: usize = 32;
 
 /// The fewest keys to a chunk of a prompt's blocks by default (`Options::block_per`):
-/// dory-tiny's pp512 in 4 chunks of 160 keys ran 143,838–147,580 tok/s on the H200 against
-/// 135,481–136,398 in 9 of 64 (bench/logs/h200-2026-12-04d/call-1; the larger config's
-/// within its noise, 22,538–22,880 against 22,288–22,384).
+/// dory-tiny's pp512 in 4 or 5 chunks ran 143,040–148,483 tok/s on the H200 against
+/// 135,481–144,892 in 9 of 64 (bench/logs/h200-2026-12-04d/call-1: a small gain, within
+/// the noise of one split's runs; the larger config's prompt does not move).
 pub const MIN_PER_BLOCK: usize = 256;
 
 /// The chunks of a step whose rows see at most `most` positions, `min_per` or more to each.
