@@ -16,7 +16,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// Rows of a prompt run at once (a memory bound; the logits do not depend on it)
-    /// [default: 256 on the CPU, 512 on a GPU]
+    /// [default: 512]
     #[arg(long, value_name = "ROWS")]
     pub chunk: Option<usize>,
     /// How full layers attend: exact, or o1 (constant memory after the seal) [default:

@@ -21,8 +21,11 @@ use crate::exit::{self, ExitRule};
 use crate::nystrom;
 use crate::rope;
 
-/// The default number of rows a prompt chunk runs at once.
-pub const DEFAULT_CHUNK: usize = 256;
+/// The default number of rows a prompt chunk runs at once on the CPU. 512 against 256:
+/// pp512 1.04–1.08× in every format on an Intel Xeon VM (four interleaved rounds; peak RSS
+/// of the benchmark config's bf16 54 → 60 MiB) and 1.02–1.10× on a Zen 4 VM within its noise
+/// (docs/BENCHMARKS.md, 2026-12-03 and -04).
+pub const DEFAULT_CHUNK: usize = 512;
 
 /// How full layers attend.
 #[derive(Clone, Debug, PartialEq)]

@@ -33,7 +33,7 @@ fn err(e: impl std::fmt::Display) -> String {
 fn per_token(dev: &Arc<GpuDevice>, dir: &str) -> Result<(usize, u64), String> {
     let model = dory::Model::load(&PathBuf::from(dir)).map_err(err)?;
     let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).map_err(err)?;
-    let mut session = dory_wgpu::session(&gm, dory::DEFAULT_CHUNK).map_err(err)?;
+    let mut session = dory_wgpu::session(&gm, dory_wgpu::DEFAULT_CHUNK).map_err(err)?;
     session.exit = dory::ExitRule::NONE;
     session.prompt(&[3], false, dory::Want::Last).map_err(err)?;
     // The second step: a step records the next one ahead of its token.
@@ -168,9 +168,9 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
                 }
             }
             if many && *name != "head" {
-                // A prompt's chunk (the default) and twice it.
+                // A prompt's chunk (the default) and half it.
                 if gemm_only {
-                    runs.push((dory::DEFAULT_CHUNK, Prologue::None));
+                    runs.push((256, Prologue::None));
                 }
                 runs.push((512, Prologue::None));
             }
