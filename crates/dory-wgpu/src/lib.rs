@@ -13,7 +13,7 @@
 //! let dev = dory_wgpu::GpuDevice::open(dory_wgpu::Pick::Any)?;
 //! let weights = dory_wgpu::GpuModel::new(dev, &model.config, &model.weights)?;
 //! // One backend per session; the device, pipelines and weights are shared.
-//! let mut session = dory_wgpu::session(&weights, dory::DEFAULT_CHUNK)?;
+//! let mut session = dory_wgpu::session(&weights, dory_wgpu::DEFAULT_CHUNK)?;
 //! # Ok(()) }
 //! ```
 
@@ -43,9 +43,10 @@ pub mod hooks {
     pub use crate::record::{Recorder, Store};
 }
 
-/// Rows of a prompt a GPU session runs at once by default: twice the CPU's, so that the
-/// tensor-core GEMM has twice the blocks (the larger config's pp512 on the H200: 11,253
-/// tok/s at 512 rows against 8,712 at 256; 1,024 rows add nothing).
+/// Rows of a prompt a GPU session runs at once by default, as many as the CPU's
+/// (`dory::DEFAULT_CHUNK`), measured apart: at 256 the tensor-core GEMM has half the blocks
+/// (the larger config's pp512 on the H200: 11,253 tok/s at 512 rows against 8,712 at 256;
+/// 1,024 rows add nothing).
 pub const DEFAULT_CHUNK: usize = 512;
 
 /// A session on `model`'s device, with its own caches and scratch.
