@@ -515,8 +515,18 @@ impl Backend for Wgpu {
         self.rec.hold();
     }
 
-    fn release(&mut self) -> dory::Result<()> {
-        self.rec.release()
+    fn embed_held(&mut self, x: &mut GpuBuf) -> bool {
+        if !self.rec.holding() {
+            return false;
+        }
+        self.rec.begin_op();
+        let at = embed::record(&mut self.rec, &self.model.embed, &x.store, &[0]);
+        self.rec.token_at(at);
+        true
+    }
+
+    fn release(&mut self, id: u32) -> dory::Result<()> {
+        self.rec.release(id)
     }
 
     fn discard(&mut self) {

@@ -159,6 +159,8 @@ struct Holding {
     upload: Option<Arc<Store>>,
     /// A read started by `read_begin`.
     pending: Option<Pending>,
+    /// Where the held ops' uploads keep the token that `release` is given (`token_at`).
+    token: Option<usize>,
 }
 
 /// Held ops, encoded into a command buffer whose uploads are written as it is released.
@@ -166,6 +168,15 @@ struct Held {
     buffer: wgpu::CommandBuffer,
     uploads: Vec<u32>,
     arena: Arc<Store>,
+    token: Option<usize>,
+}
+
+impl Held {
+    fn write_uploads(&self, dev: &GpuDevice) {
+        if !self.uploads.is_empty() {
+            dev.queue.write_buffer(&self.arena.buffer, 0, bytemuck::cast_slice(&self.uploads));
+        }
+    }
 }
 
 /// A read on its way: `bytes` of the buffer `store` copied into `staging`, being mapped.
@@ -371,10 +382,28 @@ impl Recorder {
         self.ahead.parked = Some(parked);
     }
 
-    /// Submits what is recorded, then the held ops.
-    pub fn release(&mut self) -> dory::Result<()> {
+    /// Whether ops are being held.
+    pub fn holding(&self) -> bool {
+        self.ahead.parked.is_some()
+    }
+
+    /// The held ops' upload at word `at` (recorded while holding) is the token that
+    /// `release` is given.
+    pub fn token_at(&mut self, at: u32) {
+        debug_assert!(self.holding(), "a token's place among held uploads");
+        self.ahead.token = Some(at as usize);
+    }
+
+    /// Submits what is recorded, then the held ops, with `token` in its place among their
+    /// uploads.
+    pub fn release(&mut self, token: u32) -> dory::Result<()> {
         self.end_hold();
-        let held = self.ahead.held.take().transpose()?;
+        let mut held = self.ahead.held.take().transpose()?;
+        if let Some(h) = held.as_mut() {
+            if let Some(at) = h.token {
+                h.uploads[at] = token;
+            }
+        }
         self.send(None, held).map(|_| ())
     }
 
@@ -384,6 +413,7 @@ impl Recorder {
             (self.cmds, self.uploads, self.error) = (cmds, uploads, error);
         }
         self.ahead.held = None;
+        self.ahead.token = None;
     }
 
     /// Ends holding: the held ops are encoded now, while the device runs what came before
@@ -393,13 +423,14 @@ impl Recorder {
         let held_cmds = std::mem::replace(&mut self.cmds, cmds);
         let held_uploads = std::mem::replace(&mut self.uploads, uploads);
         let held_error = std::mem::replace(&mut self.error, error);
+        let token = self.ahead.token.take();
         self.ahead.held = Some(match held_error {
             Some(e) => Err(e),
-            None => self.encode_held(&held_cmds, held_uploads),
+            None => self.encode_held(&held_cmds, held_uploads, token),
         });
     }
 
-    fn encode_held(&mut self, cmds: &[Cmd], uploads: Vec<u32>) -> dory::Result<Held> {
+    fn encode_held(&mut self, cmds: &[Cmd], uploads: Vec<u32>, token: Option<usize>) -> dory::Result<Held> {
         let bytes = 4 * uploads.len() as u64;
         if self.ahead.upload.as_ref().is_none_or(|u| u.bytes < bytes) {
             self.ahead.upload = Some(Store::new(&self.dev, bytes.next_power_of_two(), "held uploads")?);
@@ -411,7 +442,7 @@ impl Recorder {
         self.upload = unheld;
         let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
         encode(&self.dev, &mut enc, cmds, &groups, None, false);
-        Ok(Held { buffer: enc.finish(), uploads, arena })
+        Ok(Held { buffer: enc.finish(), uploads, arena, token })
     }
 
     /// Waits for a read's copy and mapping.
@@ -445,6 +476,14 @@ impl Recorder {
             }
         };
         let mut since = host;
+        if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
+            // Only held ops (a decoding step with its token among them): no encoder.
+            held.write_uploads(&self.dev);
+            self.dev.queue.submit(then.map(|h| h.buffer));
+            lap(Phase::Submit, &mut since);
+            self.returned = since;
+            return Ok(None);
+        }
         self.write_uploads()?;
         lap(Phase::Uploads, &mut since);
         let cmds = std::mem::take(&mut self.cmds);
@@ -466,9 +505,7 @@ impl Recorder {
         lap(Phase::Finish, &mut since);
         match then {
             Some(held) => {
-                if !held.uploads.is_empty() {
-                    dev.queue.write_buffer(&held.arena.buffer, 0, bytemuck::cast_slice(&held.uploads));
-                }
+                held.write_uploads(&dev);
                 dev.queue.submit([buffer, held.buffer]);
             }
             None => {

@@ -252,8 +252,15 @@ pub trait Backend {
     /// read waits, run only at `release`, after the ops recorded in between.
     fn hold(&mut self) {}
 
-    /// Runs what is recorded, then the held ops.
-    fn release(&mut self) -> Result<()> {
+    /// Records x ← embed[id] among the held ops, for the `id` that `release` is given, so
+    /// that a token costs no encoding between its sampling and its step. False where the
+    /// backend does not: the token is then embedded unheld, before `release`.
+    fn embed_held(&mut self, _x: &mut Self::Buf) -> bool {
+        false
+    }
+
+    /// Runs what is recorded, then the held ops, `id` the token of an `embed_held`.
+    fn release(&mut self, _id: u32) -> Result<()> {
         Ok(())
     }
 

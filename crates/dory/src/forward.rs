@@ -91,11 +91,13 @@ pub struct Decoded {
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
-/// up to its first read, after pass `first`.
+/// up to its first read, after pass `first`; `embedded`: its token's embedding among the
+/// held ops too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ahead {
     pos: usize,
     first: usize,
+    embedded: bool,
 }
 
 /// Working buffers for up to `rows` rows.
@@ -322,11 +324,12 @@ impl<B: Backend> Forward<B> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
         let first = (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes);
-        if self.ahead == Some(Ahead { pos, first }) {
-            self.ahead = None;
-            let sc = self.scratch.as_mut().expect("prepared ahead");
-            self.backend.embed(&mut sc.x, &[id]);
-            self.backend.release()?;
+        if let Some(a) = self.ahead.take_if(|a| a.pos == pos && a.first == first) {
+            if !a.embedded {
+                let sc = self.scratch.as_mut().expect("prepared ahead");
+                self.backend.embed(&mut sc.x, &[id]);
+            }
+            self.backend.release(id)?;
         } else {
             // Drops a step recorded ahead for another position or rule.
             self.prepare(at, 1, 1)?;
@@ -385,9 +388,10 @@ impl<B: Backend> Forward<B> {
             if self.prepare(next, 1, 1).is_ok() {
                 self.backend.hold();
                 let sc = self.scratch.as_mut().expect("prepared");
+                let embedded = self.backend.embed_held(&mut sc.x);
                 self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
                 let first = self.passes_to_read(next, 1, exit);
-                self.ahead = Some(Ahead { pos: next.pos0, first });
+                self.ahead = Some(Ahead { pos: next.pos0, first, embedded });
             }
         }
         let sc = self.scratch.as_ref().expect("prepared");

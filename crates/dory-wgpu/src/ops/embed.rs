@@ -18,7 +18,8 @@ params! {
     }
 }
 
-pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids: &[u32]) {
+/// Returns where the ids were uploaded (`Recorder::token_at`).
+pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids: &[u32]) -> u32 {
     let kernel = rec.dev().kernels.embed[dtype_index(table.dtype)];
     let ids_at = rec.upload(ids);
     for part in &table.parts {
@@ -36,4 +37,5 @@ pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids
             rec.dispatch(kernel, &binds, &p, [groups_for(table.k, 256), rows, 1]);
         });
     }
+    ids_at
 }
