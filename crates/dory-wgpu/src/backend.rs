@@ -525,6 +525,16 @@ impl Backend for Wgpu {
         true
     }
 
+    fn embed_greedy(&mut self, x: &mut GpuBuf, logits: &mut GpuBuf, v: usize) -> bool {
+        self.rec.begin_op();
+        embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);
+        true
+    }
+
+    fn flush(&mut self) {
+        self.rec.flush();
+    }
+
     fn release(&mut self, id: u32) -> dory::Result<()> {
         self.rec.release(id)
     }

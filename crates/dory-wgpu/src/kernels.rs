@@ -504,6 +504,7 @@ pub struct Kernels {
     /// Where the device has tensor cores.
     pub gemm_coop: Option<Coop>,
     pub embed: [KernelId; 3],
+    pub greedy: KernelId,
     pub mix: KernelId,
     /// A pass's last residual, then the edge after it.
     pub residual_mix: KernelId,
@@ -616,6 +617,7 @@ impl Kernels {
         let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
         let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
+        let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPES[0])]);
         Kernels {
             options,
             gemv,
@@ -630,6 +632,7 @@ impl Kernels {
             gemm_scaled,
             gemm_coop,
             embed,
+            greedy,
             mix: b.add("mix", "mix", &[]),
             residual_mix: b.add("mix", "residual_mix", &[]),
             residual: b.add("residual", "residual", &[]),

@@ -236,8 +236,10 @@ impl Recorder {
     /// Called at the start of each op: submits what is recorded once it is a batch, so
     /// that one op's dispatches and uploads always share a submission.
     pub fn begin_op(&mut self) {
+        // Not `submit`, which would wait for a read begun (a greedy decoder's next step is
+        // recorded while its logits come back).
         if self.ahead.parked.is_none() && self.cmds.len() >= self.batch {
-            if let Err(e) = self.submit(None) {
+            if let Err(e) = self.send(None, None) {
                 self.fail(e);
             }
         }
@@ -380,6 +382,14 @@ impl Recorder {
         self.ahead.held = None;
         let parked = (std::mem::take(&mut self.cmds), std::mem::take(&mut self.uploads), self.error.take());
         self.ahead.parked = Some(parked);
+    }
+
+    /// Submits everything recorded without a read; a read begun stays pending.
+    pub fn flush(&mut self) {
+        self.end_hold();
+        if let Err(e) = self.send(None, None) {
+            self.fail(e);
+        }
     }
 
     /// Whether ops are being held.

@@ -259,6 +259,19 @@ pub trait Backend {
         false
     }
 
+    /// For a greedy decoder: x ← embed[argmax(logits[..v])] (`sampler::argmax`'s choice),
+    /// the token chosen on the device and left at logits[v] (a u32's bits, for the step's
+    /// read to check), so that the next step can start before the host reads these
+    /// logits. False where the backend does not (it then records nothing): a CPU's, whose
+    /// host has its logits at once.
+    fn embed_greedy(&mut self, _x: &mut Self::Buf, _logits: &mut Self::Buf, _v: usize) -> bool {
+        false
+    }
+
+    /// Starts the device on what is recorded, without a read (a failure is reported at
+    /// the next read, as an op's).
+    fn flush(&mut self) {}
+
     /// Runs what is recorded, then the held ops, `id` the token of an `embed_held`.
     fn release(&mut self, _id: u32) -> Result<()> {
         Ok(())

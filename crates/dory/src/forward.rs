@@ -16,10 +16,11 @@
 use crate::backend::{Backend, Edge, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
 use crate::config::{Config, LayerKind, O1};
-use crate::error::{invalid, Result};
+use crate::error::{invalid, Error, Result};
 use crate::exit::{self, ExitRule};
 use crate::nystrom;
 use crate::rope;
+use crate::sampler::argmax;
 
 /// The default number of rows a prompt chunk runs at once on the CPU. 512 against 256:
 /// pp512 1.04–1.08× in every format on an Intel Xeon VM (four interleaved rounds; peak RSS
@@ -91,13 +92,22 @@ pub struct Decoded {
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
-/// up to its first read, after pass `first`; `embedded`: its token's embedding among the
-/// held ops too.
+/// up to its first read, after pass `first`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ahead {
     pos: usize,
     first: usize,
-    embedded: bool,
+    token: Token,
+}
+
+/// How a step recorded ahead gets its token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Token {
+    /// At `release`; `embedded`: its embedding among the held ops too.
+    Held { embedded: bool },
+    /// The device's own greedy choice (`Forward::set_greedy`), `token` by the host's
+    /// reckoning: the step runs already.
+    Greedy { token: u32 },
 }
 
 /// Working buffers for up to `rows` rows.
@@ -113,7 +123,7 @@ struct Scratch<B> {
     o: B,      // [rows, D] a sub-layer's output
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
-    logits: B, // [logit_rows, V]
+    logits: B, // [logit_rows, V], and a greedy token after them (`Backend::embed_greedy`)
 }
 
 pub struct Forward<B: Backend> {
@@ -131,6 +141,8 @@ pub struct Forward<B: Backend> {
     /// millions); 0 otherwise.
     rope_offset: usize,
     ahead: Option<Ahead>,
+    /// Whether each decoded step is fed the greedy token of the one before (`set_greedy`).
+    greedy: bool,
 }
 
 impl<B: Backend> Forward<B> {
@@ -156,6 +168,7 @@ impl<B: Backend> Forward<B> {
             fed: false,
             rope_offset: 0,
             ahead: None,
+            greedy: false,
         };
         f.reset()?;
         Ok(f)
@@ -192,6 +205,19 @@ impl<B: Backend> Forward<B> {
         }
         self.fed = false;
         Ok(())
+    }
+
+    /// Says that each decoded step will be fed the greedy token of the step before (the
+    /// lowest id of its largest logit): a backend that chooses it on the device then starts
+    /// each step before the host has read the logits it follows. Any other token still
+    /// decodes right, at the price of that step run again.
+    pub fn set_greedy(&mut self, greedy: bool) {
+        self.greedy = greedy;
+    }
+
+    /// Whether the step recorded ahead runs already, on the device's greedy token.
+    pub fn running_ahead(&self) -> bool {
+        self.ahead.is_some_and(|a| matches!(a.token, Token::Greedy { .. }))
     }
 
     /// The position of a step recorded ahead of its token (`read_last`), if any.
@@ -323,20 +349,21 @@ impl<B: Backend> Forward<B> {
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
-        let first = (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes);
-        if let Some(a) = self.ahead.take_if(|a| a.pos == pos && a.first == first) {
-            if !a.embedded {
-                let sc = self.scratch.as_mut().expect("prepared ahead");
-                self.backend.embed(&mut sc.x, &[id]);
+        let first = first_read(exit, passes);
+        let mut check = None;
+        match self.ahead.take_if(|a| a.pos == pos && a.first == first).map(|a| a.token) {
+            Some(Token::Greedy { token }) if token == id => check = Some(id),
+            Some(Token::Held { embedded }) => {
+                if !embedded {
+                    let sc = self.scratch.as_mut().expect("prepared ahead");
+                    self.backend.embed(&mut sc.x, &[id]);
+                }
+                self.backend.release(id)?;
             }
-            self.backend.release(id)?;
-        } else {
-            // Drops a step recorded ahead for another position or rule.
-            self.prepare(at, 1, 1)?;
-            let sc = self.scratch.as_mut().expect("prepared");
-            self.backend.embed(&mut sc.x, &[id]);
-            self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
-            self.passes_to_read(at, 1, exit);
+            // Drops a step recorded ahead for another position or rule. One that ran on
+            // another token (the caller's was not the greedy one) wrote only its own
+            // position, which this step writes again.
+            _ => self.start(id, at, exit)?,
         }
         let mut previous: Option<Vec<f64>> = None;
         let mut k = first;
@@ -351,7 +378,17 @@ impl<B: Backend> Forward<B> {
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
-        Ok(Decoded { logits: self.read_last(at, exit)?, passes })
+        Ok(Decoded { logits: self.read_last(at, exit, check)?, passes })
+    }
+
+    /// Records a decoded row's step on token `id`, up to its first read.
+    fn start(&mut self, id: u32, at: Rows, exit: &ExitRule) -> Result<()> {
+        self.prepare(at, 1, 1)?;
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.embed(&mut sc.x, &[id]);
+        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+        self.passes_to_read(at, 1, exit);
+        Ok(())
     }
 
     /// Records passes `from..` of a decoded row up to its next read: the logits of a
@@ -376,26 +413,52 @@ impl<B: Backend> Forward<B> {
     /// its token's embedding, so that the host's encoding of a step does not leave the
     /// device idle: a step that does not come (another segment, a new exit rule, the
     /// end) is dropped unrun. Not across a seal or after it, whose steps push and export.
-    fn read_last(&mut self, at: Rows, exit: &ExitRule) -> Result<Vec<f32>> {
-        let v = self.config.vocab_size;
+    /// A greedy decoder's next step, where the device can choose its token, runs at once
+    /// instead: the host checks the token it was fed against its own argmax of these logits
+    /// before it takes the step, and that step's read checks the device's (`check`).
+    fn read_last(&mut self, at: Rows, exit: &ExitRule, check: Option<u32>) -> Result<Vec<f32>> {
+        let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
+        let len = v + usize::from(check.is_some());
         if self.backend.holds() && !self.row_by_row(next.pos0) {
             let sc = self.scratch.as_ref().expect("prepared");
-            self.backend.read_begin(&sc.logits, v);
+            self.backend.read_begin(&sc.logits, len);
             // The caches laid out for the next step now, unheld: what a dropped step leaves
             // is what any step at that position would. A failure here is that step's, not
             // this one's: it is not held, and its own decode prepares again and reports it.
             if self.prepare(next, 1, 1).is_ok() {
-                self.backend.hold();
+                // Only a step read once runs ahead: a read-out's exit test is the host's.
+                let greedy = self.greedy && first_read(exit, passes) == passes;
                 let sc = self.scratch.as_mut().expect("prepared");
-                let embedded = self.backend.embed_held(&mut sc.x);
+                let token = if greedy && self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) {
+                    Token::Greedy { token: u32::MAX }
+                } else {
+                    self.backend.hold();
+                    Token::Held { embedded: self.backend.embed_held(&mut sc.x) }
+                };
                 self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
                 let first = self.passes_to_read(next, 1, exit);
-                self.ahead = Some(Ahead { pos: next.pos0, first, embedded });
+                if matches!(token, Token::Greedy { .. }) {
+                    self.backend.flush();
+                }
+                self.ahead = Some(Ahead { pos: next.pos0, first, token });
             }
         }
         let sc = self.scratch.as_ref().expect("prepared");
-        self.backend.read(&sc.logits, v)
+        let mut logits = self.backend.read(&sc.logits, len)?;
+        if let Some(id) = check {
+            let chosen = logits.pop().map(f32::to_bits);
+            if chosen != Some(id) {
+                return Err(Error::Backend(format!(
+                    "the device's greedy token at position {} was {chosen:?}, the host's argmax {id}",
+                    at.pos0
+                )));
+            }
+        }
+        if let Some(Ahead { token: Token::Greedy { token }, .. }) = self.ahead.as_mut() {
+            *token = argmax(&logits);
+        }
+        Ok(logits)
     }
 
     /// Drops a step recorded ahead.
@@ -460,7 +523,7 @@ impl<B: Backend> Forward<B> {
                 o: buf(c.hidden)?,
                 gu: buf(2 * c.ffn)?,
                 m: buf(c.ffn)?,
-                logits: self.backend.alloc(logit_rows * c.vocab_size)?,
+                logits: self.backend.alloc(logit_rows * c.vocab_size + 1)?,
             });
         }
         Ok(())
@@ -489,6 +552,12 @@ impl<B: Backend> Forward<B> {
         let edge = Edge { mix: edge, x: &sc.x, s: &mut sc.s };
         b.residual_mix(closing, &mut sc.h, &sc.o, edge, rows);
     }
+}
+
+/// The pass after which a decoded row is first read: its first read-out under `exit`, else
+/// its last pass.
+fn first_read(exit: &ExitRule, passes: usize) -> usize {
+    (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes)
 }
 
 #[cfg(test)]

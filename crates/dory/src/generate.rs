@@ -71,6 +71,9 @@ pub fn generate<B: Backend>(
     mut on_token: impl FnMut(&Token) -> bool,
 ) -> Result<Generated> {
     let mut sampler = Sampler::new(req.sampling.clone())?;
+    // Greedy: a GPU then chooses each token itself and starts its step at once.
+    let s = &req.sampling;
+    session.forward_mut().set_greedy(s.temperature == 0.0 && s.repetition_penalty == 1.0);
     let config = session.forward().config().clone();
     let t0 = Instant::now();
     let prompted = session.prompt(prompt, req.bos, Want::Last)?;

@@ -1,4 +1,6 @@
-//! x ← embed[ids] (`embed.wgsl`).
+//! x ← embed[ids] (`embed.wgsl`), the ids from the host or a greedy decoder's own token.
+
+use std::sync::Arc;
 
 use super::row_batches;
 use crate::kernels::dtype_index;
@@ -11,31 +13,44 @@ params! {
         d: u32,         // hidden
         dp: u32,        // stored row width (d padded to a multiple of 8)
         rows: u32,
-        ids_at: u32,    // the ids' offset in `up`
+        ids_at: u32,    // the ids' offset in `up` (greedy: the logits', and where its token goes)
         id0: u32,
         part_rows: u32,
         row0: u32,    // first row of this dispatch (grids hold at most 65535 rows)
     }
 }
 
-/// Returns where the ids were uploaded (`Recorder::token_at`).
-pub fn record(rec: &mut Recorder, table: &Matrix, x: &std::sync::Arc<Store>, ids: &[u32]) -> u32 {
-    let kernel = rec.dev().kernels.embed[dtype_index(table.dtype)];
+/// x ← embed[ids]. Returns where the ids were uploaded (`Recorder::token_at`).
+pub fn record(rec: &mut Recorder, table: &Matrix, x: &Arc<Store>, ids: &[u32]) -> u32 {
     let ids_at = rec.upload(ids);
+    rows(rec, table, x, (Bind::Upload, ids_at), ids.len());
+    ids_at
+}
+
+/// x ← embed[argmax(logits[..n])] for one row, on the device: `greedy` writes the token at
+/// logits[n], where the embedding reads it.
+pub fn greedy(rec: &mut Recorder, table: &Matrix, x: &Arc<Store>, logits: &Arc<Store>, n: usize) {
+    let p = Params { d: 0, dp: 0, rows: 1, ids_at: n as u32, id0: 0, part_rows: 0, row0: 0 };
+    rec.dispatch(rec.dev().kernels.greedy, &[(3, Bind::Buf(logits.clone()))], &p, [1, 1, 1]);
+    rows(rec, table, x, (Bind::Buf(logits.clone()), n as u32), 1);
+}
+
+/// x ← embed[ids] for `count` rows, the ids at word `at` of `src`.
+fn rows(rec: &mut Recorder, table: &Matrix, x: &Arc<Store>, (src, ids_at): (Bind, u32), count: usize) {
+    let kernel = rec.dev().kernels.embed[dtype_index(table.dtype)];
     for part in &table.parts {
-        row_batches(ids.len(), |row0, rows| {
+        row_batches(count, |row0, rows| {
             let p = Params {
                 d: table.k as u32,
                 dp: 8 * table.g8 as u32,
-                rows: ids.len() as u32,
+                rows: count as u32,
                 ids_at,
                 id0: part.row0 as u32,
                 part_rows: part.rows as u32,
                 row0,
             };
-            let binds = [(0, Bind::Buf(part.store.clone())), (1, Bind::Upload), (2, Bind::Buf(x.clone()))];
+            let binds = [(0, Bind::Buf(part.store.clone())), (1, src.clone()), (2, Bind::Buf(x.clone()))];
             rec.dispatch(kernel, &binds, &p, [groups_for(table.k, 256), rows, 1]);
         });
     }
-    ids_at
 }

@@ -147,6 +147,44 @@ fn bf16_held_as_f16_projects_bit_for_bit() {
 }
 
 #[test]
+fn the_greedy_token_is_the_samplers_and_embedded() {
+    // The device's choice for a greedy decoder's next step: sampler::argmax's, ties, NaNs,
+    // signed zeros and infinities included, left after the logits and embedded.
+    for dev in devices() {
+        let c = config(40, 1, 8, 64, &["sliding"], 1, 4);
+        let (_dir, model) = random_model(&c, 3, DType::BF16);
+        let (mut cpu, mut gpu) = backends(dev, &model);
+        let v = c.vocab_size;
+        let mut cases = vec![rand_vec(v, 1), vec![0.5; v], vec![-f32::INFINITY; v], vec![f32::NAN; v]];
+        let mut tie = rand_vec(v, 2);
+        (tie[v - 3], tie[7], tie[v - 1]) = (9.0, 9.0, 9.0);
+        let mut nan_first = rand_vec(v, 3);
+        nan_first[0] = f32::NAN;
+        let mut nans = rand_vec(v, 4).iter().map(|x| x - 10.0).collect::<Vec<f32>>();
+        (nans[1], nans[5], nans[v - 2]) = (f32::NAN, -0.0, 0.0);
+        let mut inf = rand_vec(v, 5);
+        (inf[0], inf[v / 2]) = (f32::NEG_INFINITY, f32::INFINITY);
+        cases.extend([tie, nan_first, nans, inf]);
+        for (i, logits) in cases.into_iter().enumerate() {
+            let want = dory::sampler::argmax(&logits);
+            let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
+            let mut xg = gpu.poisoned(c.hidden);
+            assert!(gpu.embed_greedy(&mut xg, &mut lg, v), "a GPU chooses");
+            let got = gpu.get(&lg, v + 1)[v].to_bits();
+            assert_eq!(got, want, "{} case {i}: the greedy token", dev.describe());
+            let mut xc = cpu.poisoned(c.hidden);
+            cpu.embed(&mut xc, &[want]);
+            check(
+                &format!("{} case {i}: its embedding", dev.describe()),
+                &gpu.get(&xg, c.hidden),
+                &cpu.get(&xc, c.hidden),
+                0.0,
+            );
+        }
+    }
+}
+
+#[test]
 fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
     for dev in devices() {
         let bound = op_bound(dev);
