@@ -409,9 +409,9 @@ impl<B: Backend> Forward<B> {
     }
 
     /// The last read of a decoded row. Where the backend holds ops, the next position's
-    /// step is recorded while the device runs this one, up to its first read and all but
-    /// its token's embedding, so that the host's encoding of a step does not leave the
-    /// device idle: a step that does not come (another segment, a new exit rule, the
+    /// step is recorded while the device runs this one, up to its first read (its token's
+    /// embedding too where the backend can take the token at `release`), so that the host's
+    /// encoding of a step does not leave the device idle: a step that does not come (another segment, a new exit rule, the
     /// end) is dropped unrun. Not across a seal or after it, whose steps push and export.
     /// A greedy decoder's next step, where the device can choose its token, runs at once
     /// instead: the host checks the token it was fed against its own argmax of these logits
