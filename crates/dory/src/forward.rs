@@ -124,6 +124,7 @@ struct Scratch<B> {
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
     logits: B, // [logit_rows, V], and a greedy token after them (`Backend::embed_greedy`)
+    kept: B,   // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
 }
 
 pub struct Forward<B: Backend> {
@@ -366,15 +367,32 @@ impl<B: Backend> Forward<B> {
             _ => self.start(id, at, exit)?,
         }
         let mut previous: Option<Vec<f64>> = None;
+        let mut kept = false;
         let mut k = first;
         while k < passes {
             let sc = self.scratch.as_mut().expect("prepared");
-            let logits = self.backend.read(&sc.logits, v)?;
-            let logp = exit::log_softmax(&logits);
-            if exit.tested(k, passes) && exit.holds(exit.statistic(&logp, previous.as_deref())) {
-                return Ok(Decoded { logits, passes: k });
+            if !exit.tested(k, passes) {
+                // Not tested here (KL's first read-out): these logits matter only as the next
+                // test's `previous`, so they stay on the device and come back with that
+                // read-out's, and the device does not wait on the host here.
+                self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
+                kept = true;
+            } else {
+                let logits = if std::mem::take(&mut kept) {
+                    self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);
+                    let mut both = self.backend.read(&sc.kept, 2 * v)?;
+                    let logits = both.split_off(v);
+                    previous = Some(exit::log_softmax(&both));
+                    logits
+                } else {
+                    self.backend.read(&sc.logits, v)?
+                };
+                let logp = exit::log_softmax(&logits);
+                if exit.holds(exit.statistic(&logp, previous.as_deref())) {
+                    return Ok(Decoded { logits, passes: k });
+                }
+                previous = Some(logp);
             }
-            previous = Some(logp);
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
@@ -524,6 +542,7 @@ impl<B: Backend> Forward<B> {
                 gu: buf(2 * c.ffn)?,
                 m: buf(c.ffn)?,
                 logits: self.backend.alloc(logit_rows * c.vocab_size + 1)?,
+                kept: self.backend.alloc(2 * c.vocab_size)?,
             });
         }
         Ok(())
