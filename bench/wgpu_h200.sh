@@ -13,7 +13,8 @@
 #                              layers in a CUDA graph). Writes $OUT (or bench/out)
 #                              wgpu_*.jsonl and logs; prints a table last.
 #   bench/wgpu_h200.sh run quick   the GPU tests, the kernels in their default shapes, then
-#                              decode and prefill of dory-tiny at depth 0 and of the larger
+#                              decode and prefill of dory-tiny at depth 0 (all passes, and
+#                              under its config's exit rule) and of the larger
 #                              model at depths 0 and 4k, each other carried dory-REV and this
 #                              binary again at depth 0 (an A/B), and PyTorch at depth 0
 #   bench/wgpu_h200.sh run kernels the GPU tests and every kernel shape (dory-wgpu-kernels),
@@ -287,6 +288,10 @@ elif ((!ab)); then
 fi
 ((ab)) || floors models/dory-tiny bf16 60 --quick
 run models/dory-tiny exact 0 3 128 45
+# The shipped model as its users run it: under its config's exit rule, not all its passes.
+room 45 "dory-tiny under its exit rule" && timeout 45 $dory bench --backend wgpu --model models/dory-tiny \
+    --attention exact --depth 0 --reps 3 --prompt 512 --gen 128 --json \
+    | sed 's/"attention":"[a-z0-9]*"/"attention":"exact, its exit rule"/' | tee -a "$bench"
 ((quick)) || run models/dory-tiny o1 4096 2 128 60
 if ((ab)) && [ -f $large/config.json ]; then
     # One switch at a time against the defaults, tagged in the attention column.
