@@ -515,14 +515,10 @@ impl Backend for Wgpu {
         self.rec.hold();
     }
 
-    fn embed_held(&mut self, x: &mut GpuBuf) -> bool {
-        if !self.rec.holding() {
-            return false;
-        }
+    fn embed_held(&mut self, x: &mut GpuBuf) {
         self.rec.begin_op();
         let at = embed::record(&mut self.rec, &self.model.embed, &x.store, &[0]);
         self.rec.token_at(at);
-        true
     }
 
     fn embed_greedy(&mut self, x: &mut GpuBuf, logits: &mut GpuBuf, v: usize) -> bool {

@@ -392,15 +392,10 @@ impl Recorder {
         }
     }
 
-    /// Whether ops are being held.
-    pub fn holding(&self) -> bool {
-        self.ahead.parked.is_some()
-    }
-
     /// The held ops' upload at word `at` (recorded while holding) is the token that
     /// `release` is given.
     pub fn token_at(&mut self, at: u32) {
-        debug_assert!(self.holding(), "a token's place among held uploads");
+        debug_assert!(self.ahead.parked.is_some(), "a token's place among held uploads");
         self.ahead.token = Some(at as usize);
     }
 

@@ -253,11 +253,8 @@ pub trait Backend {
     fn hold(&mut self) {}
 
     /// Records x ← embed[id] among the held ops, for the `id` that `release` is given, so
-    /// that a token costs no encoding between its sampling and its step. False where the
-    /// backend does not: the token is then embedded unheld, before `release`.
-    fn embed_held(&mut self, _x: &mut Self::Buf) -> bool {
-        false
-    }
+    /// that a token costs no encoding between its sampling and its step.
+    fn embed_held(&mut self, _x: &mut Self::Buf) {}
 
     /// For a greedy decoder: x ← embed[argmax(logits[..v])] (`sampler::argmax`'s choice),
     /// the token chosen on the device and left at logits[v] (a u32's bits, for the step's

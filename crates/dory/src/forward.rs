@@ -103,8 +103,8 @@ struct Ahead {
 /// How a step recorded ahead gets its token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Token {
-    /// At `release`; `embedded`: its embedding among the held ops too.
-    Held { embedded: bool },
+    /// At `release`, its embedding among the held ops.
+    Held,
     /// The device's own greedy choice (`Forward::set_greedy`), `token` by the host's
     /// reckoning: the step runs already.
     Greedy { token: u32 },
@@ -354,13 +354,7 @@ impl<B: Backend> Forward<B> {
         let mut check = None;
         match self.ahead.take_if(|a| a.pos == pos && a.first == first).map(|a| a.token) {
             Some(Token::Greedy { token }) if token == id => check = Some(id),
-            Some(Token::Held { embedded }) => {
-                if !embedded {
-                    let sc = self.scratch.as_mut().expect("prepared ahead");
-                    self.backend.embed(&mut sc.x, &[id]);
-                }
-                self.backend.release(id)?;
-            }
+            Some(Token::Held) => self.backend.release(id)?,
             // Drops a step recorded ahead for another position or rule. One that ran on
             // another token (the caller's was not the greedy one) wrote only its own
             // position, which this step writes again.
@@ -428,9 +422,10 @@ impl<B: Backend> Forward<B> {
 
     /// The last read of a decoded row. Where the backend holds ops, the next position's
     /// step is recorded while the device runs this one, up to its first read (its token's
-    /// embedding too where the backend can take the token at `release`), so that the host's
-    /// encoding of a step does not leave the device idle: a step that does not come (another segment, a new exit rule, the
-    /// end) is dropped unrun. Not across a seal or after it, whose steps push and export.
+    /// embedding among them, the token given at `release`), so that the host's encoding of
+    /// a step does not leave the device idle: a step that does not come (another segment, a
+    /// new exit rule, the end) is dropped unrun. Not across a seal or after it, whose steps
+    /// push and export.
     /// A greedy decoder's next step, where the device can choose its token, runs at once
     /// instead: the host checks the token it was fed against its own argmax of these logits
     /// before it takes the step, and that step's read checks the device's (`check`).
@@ -452,7 +447,8 @@ impl<B: Backend> Forward<B> {
                     Token::Greedy { token: u32::MAX }
                 } else {
                     self.backend.hold();
-                    Token::Held { embedded: self.backend.embed_held(&mut sc.x) }
+                    self.backend.embed_held(&mut sc.x);
+                    Token::Held
                 };
                 self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
                 let first = self.passes_to_read(next, 1, exit);

@@ -395,8 +395,9 @@ mod x86 {
 
     /// How far ahead of its reads a row of f32, f16 or bf16 weights has the L2 fetch them,
     /// in bytes: on an Intel Xeon (2 cores of a VM, 480 MiB of L3) the hardware's
-    /// prefetcher alone kept a 1.05 GB bf16 model's decode at 6.6 GB/s of the 29 GB/s two
-    /// threads read; 4 KiB ahead into the L2 ran it 1.35× faster (1 KiB into the L1: 1.05×,
+    /// prefetcher alone kept a 1.05 GB bf16 model's decode at 20.6 GB/s (its layers read once
+    /// a pass, 3.29 GB a token); 4 KiB ahead into the L2 ran it 1.35× faster, 27.8 GB/s
+    /// against a C loop's best of 32.8 (1 KiB into the L1: 1.05×,
     /// 4 KiB into the L1: 1.12×, 16–32 KiB no more), the benchmark config in cache no slower
     /// (docs/BENCHMARKS.md, 2026-12-04). On Zen 4 the hardware kept a 221 MB bf16 model at
     /// 22.8 GB/s and 4 KiB ahead into the L1 cost 5–8 %: only Intel's cores prefetch here.
@@ -409,9 +410,9 @@ mod x86 {
         })
     }
 
-    /// Elements of a cache line.
-    fn line_of<T>(_: *const T) -> usize {
-        64 / size_of::<T>()
+    /// Elements of `p`'s type in `bytes`.
+    fn elems<T>(_p: *const T, bytes: usize) -> usize {
+        bytes / size_of::<T>()
     }
 
     /// Whether the CPU's vendor string is Intel's.
@@ -423,8 +424,8 @@ mod x86 {
 
     /// `dot!(load, scalar, w, x)`: Σ w_i x_i for a row `w` of pointers' element type,
     /// four accumulators of eight lanes (to hide the FMA latency), then a scalar tail.
-    /// With `ahead` (elements; 0: none), each step of 32 elements first asks the L2 for the
-    /// cache lines `ahead` elements on (`row_ahead`).
+    /// With `ahead` (bytes; 0: none), each step of 32 elements first asks the L2 for the
+    /// cache lines `ahead` bytes on (`row_ahead`).
     macro_rules! dot {
         ($load:ident, $scalar:expr, $w:expr, $x:expr) => {
             dot!($load, $scalar, $w, $x, 0)
@@ -433,8 +434,7 @@ mod x86 {
             let (w, x) = ($w, $x);
             let n = x.len();
             let (pw, px) = (w.as_ptr(), x.as_ptr());
-            let ahead: usize = $ahead;
-            let line = line_of(pw);
+            let (ahead, line) = (elems(pw, $ahead), elems(pw, 64));
             let mut acc = [_mm256_setzero_ps(); 4];
             let mut i = 0;
             while i + 32 <= n {
@@ -726,9 +726,9 @@ mod x86 {
         let rows = out.iter_mut().enumerate().map(|(j, o)| (o, j * k..(j + 1) * k));
         let ahead = row_ahead();
         match w {
-            Rows::F32(w) => rows.for_each(|(o, r)| *o = dot!(load_f32, |v: f32| v, &w[r], x, ahead / 4)),
-            Rows::F16(w) => rows.for_each(|(o, r)| *o = dot!(load_f16, f16_to_f32, &w[r], x, ahead / 2)),
-            Rows::Bf16(w) => rows.for_each(|(o, r)| *o = dot!(load_bf16, bf16_to_f32, &w[r], x, ahead / 2)),
+            Rows::F32(w) => rows.for_each(|(o, r)| *o = dot!(load_f32, |v: f32| v, &w[r], x, ahead)),
+            Rows::F16(w) => rows.for_each(|(o, r)| *o = dot!(load_f16, f16_to_f32, &w[r], x, ahead)),
+            Rows::Bf16(w) => rows.for_each(|(o, r)| *o = dot!(load_bf16, bf16_to_f32, &w[r], x, ahead)),
             Rows::Q8(q, s) => gemv_q8(out, q, s, x),
         }
     }
