@@ -185,6 +185,9 @@ struct Pending {
     bytes: u64,
     staging: wgpu::Buffer,
     mapped: Mapped,
+    /// The submission that copies the bytes: a wait for it leaves alone what was submitted
+    /// after (a greedy decoder's next step).
+    index: wgpu::SubmissionIndex,
 }
 
 /// Whether ops may be held (`DORY_WGPU_AHEAD=0`: not, to measure what it gains).
@@ -453,7 +456,7 @@ impl Recorder {
     /// Waits for a read's copy and mapping.
     fn wait(&mut self, p: Pending) -> dory::Result<Vec<u32>> {
         let host = profile::host().then(Instant::now);
-        let words = wait_mapped(&self.dev.device, &p.staging, p.bytes, &p.mapped);
+        let words = wait_mapped(&self.dev.device, &p.staging, p.bytes, &p.mapped, Some(p.index));
         if let Some(t) = host {
             profile::add_host(Phase::Wait, t.elapsed().as_nanos() as f64);
             self.returned = Some(Instant::now());
@@ -508,15 +511,13 @@ impl Recorder {
         });
         let buffer = enc.finish();
         lap(Phase::Finish, &mut since);
-        match then {
+        let index = match then {
             Some(held) => {
                 held.write_uploads(&dev);
-                dev.queue.submit([buffer, held.buffer]);
+                dev.queue.submit([buffer, held.buffer])
             }
-            None => {
-                dev.queue.submit([buffer]);
-            }
-        }
+            None => dev.queue.submit([buffer]),
+        };
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
@@ -528,7 +529,13 @@ impl Recorder {
             self.since_sync = 0;
         }
         self.returned = since;
-        Ok(read.map(|(store, staging, bytes)| Pending { store, bytes, mapped: map_begin(&staging, bytes), staging }))
+        Ok(read.map(|(store, staging, bytes)| Pending {
+            store,
+            bytes,
+            mapped: map_begin(&staging, bytes),
+            staging,
+            index,
+        }))
     }
 
     /// Writes this submission's uploads into the arena, grown as needed.
@@ -652,7 +659,7 @@ impl Stamps {
 /// Maps `bytes` of a MAP_READ buffer once the queue is done with it, and copies them out.
 pub fn read_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64) -> dory::Result<Vec<u32>> {
     let mapped = map_begin(staging, bytes);
-    wait_mapped(device, staging, bytes, &mapped)
+    wait_mapped(device, staging, bytes, &mapped, None)
 }
 
 /// The bytes a read of `bytes` copies: whole words, at least one.
@@ -671,9 +678,17 @@ fn map_begin(staging: &wgpu::Buffer, bytes: u64) -> Mapped {
     rx
 }
 
-/// Waits for `map_begin`'s mapping and copies the bytes out.
-fn wait_mapped(device: &wgpu::Device, staging: &wgpu::Buffer, bytes: u64, mapped: &Mapped) -> dory::Result<Vec<u32>> {
-    device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+/// Waits for `map_begin`'s mapping (its copy in submission `index`, else the last) and
+/// copies the bytes out.
+fn wait_mapped(
+    device: &wgpu::Device,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+    mapped: &Mapped,
+    index: Option<wgpu::SubmissionIndex>,
+) -> dory::Result<Vec<u32>> {
+    let wait = wgpu::PollType::Wait { submission_index: index, timeout: None };
+    device.poll(wait).map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
     mapped
         .recv()
         .map_err(|_| gpu_err("the device dropped a read-back"))?

@@ -107,6 +107,40 @@ fn deep_rows_join_many_chunks_as_the_cpu_does() {
     }
 }
 
+/// Values have no bound (spec §4): rows whose values span 2⁻²⁴ … 2²⁴ from position to
+/// position, in prompts whose blocks see up to a few hundred of them, against the CPU
+/// (attend_coop.wgsl scales each position's values by its own power of two).
+#[test]
+fn values_of_any_magnitude_keep_their_precision() {
+    for dev in devices() {
+        for (d, kind, window) in [(64, LayerKind::Full, 7), (48, LayerKind::Sliding, 100)] {
+            let name = if kind == LayerKind::Sliding { "sliding" } else { "full" };
+            let c = config(4 * d, 2, d, 64, &[name], 1, window);
+            let (_dir, model) = random_model(&c, 70 + d as u64, DType::F32);
+            let (mut cpu, mut gpu) = backends(dev, &model);
+            let first = Keys::for_step(kind, window, 1, None);
+            let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
+            let mut pos = 0;
+            for (i, rows) in [150usize, 170].into_iter().enumerate() {
+                let at = Rows { pos0: pos, rows };
+                let next = Keys::for_step(kind, window, rows, None);
+                let mut y = rand_vec(rows * c.qkvg_width(), 7000 + i as u64);
+                let v0 = c.q_width() + c.kv_width();
+                for (r, row) in y.chunks_mut(c.qkvg_width()).enumerate() {
+                    let scale = 2f32.powi(6 * ((pos + r) as i32 % 9 - 4));
+                    row[v0..v0 + c.kv_width()].iter_mut().for_each(|v| *v *= scale);
+                }
+                let (qc, zc) = step(&mut cpu, &c, &mut lc, Some(next), at, &y, true);
+                let (qg, zg) = step(&mut gpu, &c, &mut lg, Some(next), at, &y, true);
+                let what = format!("{} {name} d {d} step {i} ({rows} rows at {pos})", dev.describe());
+                check(&format!("{what}: q"), &qg, &qc, BOUND);
+                check(&format!("{what}: z"), &zg, &zc, BOUND);
+                pos += rows;
+            }
+        }
+    }
+}
+
 #[test]
 fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
     for dev in devices() {
