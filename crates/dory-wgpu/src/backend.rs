@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use dory::backend::{Backend, Edge, Layer, Mat, Mix, Part};
 use dory::cache::{Keys, Near, Rows};
+use dory::exit::ExitRule;
 use dory::nystrom::{Exported, Landmarks};
 
 use crate::error::gpu_err;
 use crate::model::GpuModel;
 use crate::ops::attend::{self, Attend, AttendBufs, Prep, Slots};
 use crate::ops::matmul::Input;
-use crate::ops::{copy, embed, matmul, mix, o1, prep, residual, swiglu};
+use crate::ops::{copy, embed, exit, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
 
 /// A device buffer of f32.
@@ -529,6 +530,15 @@ impl Backend for Wgpu {
 
     fn flush(&mut self) {
         self.rec.flush();
+    }
+
+    fn exit_test(&mut self, rule: &ExitRule, k: usize, logits: &mut GpuBuf, kept: &mut GpuBuf, v: usize) -> bool {
+        if !self.model.dev.kernels.options.exit_on_device {
+            return false;
+        }
+        self.rec.begin_op();
+        exit::record(&mut self.rec, rule, k, &logits.store, &kept.store, v);
+        true
     }
 
     fn release(&mut self, id: u32) -> dory::Result<()> {

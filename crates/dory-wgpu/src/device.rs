@@ -66,8 +66,12 @@ fn rank(info: &wgpu::AdapterInfo) -> u8 {
 
 /// The adapters wgpu sees on Vulkan, Metal and DX12 (not GL: its compute is too limited).
 pub fn adapters() -> Vec<wgpu::Adapter> {
+    // Without wgpu's checks of indirect dispatches' counts, which add a dispatch to each:
+    // the only counts are exit.rs's, each a recorded dispatch's own or zero.
+    let flags = (wgpu::InstanceFlags::from_build_config() - wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL).with_env();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12,
+        flags,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
     });
     let mut list = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));

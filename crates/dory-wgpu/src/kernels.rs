@@ -10,7 +10,7 @@
 use dory::weights::DType;
 
 use crate::error::gpu_err;
-use crate::ops::{attend, copy, embed, matmul, mix, o1, prep, residual, swiglu, Field};
+use crate::ops::{attend, copy, embed, exit, matmul, mix, o1, prep, residual, swiglu, Field};
 
 /// How the kernels reduce across a workgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +130,7 @@ pub const MODULES: &[Module] = &[
         )
     },
     module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention]),
+    module("exit", include_str!("ops/exit.wgsl"), exit::Params::FIELDS, &[]),
     module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention]),
 ];
 
@@ -257,6 +258,9 @@ pub struct Options {
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
+    /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
+    /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read.
+    pub exit_on_device: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -282,7 +286,8 @@ impl Options {
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores),
+    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
+    /// decoded row's exit rule tested on the host),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them).
@@ -315,6 +320,7 @@ impl Options {
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
+            exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
@@ -505,6 +511,7 @@ pub struct Kernels {
     pub gemm_coop: Option<Coop>,
     pub embed: [KernelId; 3],
     pub greedy: KernelId,
+    pub exit_test: KernelId,
     pub mix: KernelId,
     /// A pass's last residual, then the edge after it.
     pub residual_mix: KernelId,
@@ -633,6 +640,7 @@ impl Kernels {
             gemm_coop,
             embed,
             greedy,
+            exit_test: b.add("exit", "exit_test", &[]),
             mix: b.add("mix", "mix", &[]),
             residual_mix: b.add("mix", "residual_mix", &[]),
             residual: b.add("residual", "residual", &[]),

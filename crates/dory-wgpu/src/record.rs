@@ -59,6 +59,15 @@ impl Store {
     /// A storage buffer of `bytes` (at least 16), or an error naming `what` when the
     /// device refuses it.
     pub fn new(dev: &GpuDevice, bytes: u64, what: &str) -> dory::Result<Arc<Store>> {
+        Store::with_usage(dev, bytes, what, wgpu::BufferUsages::empty())
+    }
+
+    /// A store that indirect dispatches also read their counts from.
+    pub fn indirect(dev: &GpuDevice, bytes: u64, what: &str) -> dory::Result<Arc<Store>> {
+        Store::with_usage(dev, bytes, what, wgpu::BufferUsages::INDIRECT)
+    }
+
+    fn with_usage(dev: &GpuDevice, bytes: u64, what: &str, extra: wgpu::BufferUsages) -> dory::Result<Arc<Store>> {
         let bytes = bytes.max(16).next_multiple_of(16);
         if bytes > dev.caps.max_binding {
             return Err(gpu_err(format!(
@@ -70,7 +79,7 @@ impl Store {
         let buffer = dev.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
             size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST | extra,
             mapped_at_creation: false,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -101,6 +110,8 @@ struct Cmd {
     binds: SmallVec<[(u32, Bind); 8]>,
     imm: SmallVec<[u8; 64]>,
     groups: [u32; 3],
+    /// In a region that may be skipped (`skip_from`): its counts' offset in the skip args.
+    indirect: Option<u64>,
 }
 
 /// A bind group's identity: the kernel and each binding's buffer.
@@ -146,7 +157,15 @@ pub struct Recorder {
     since_sync: usize,
     /// Held ops and early reads (boxed: a session's size stays a CPU one's).
     ahead: Box<Holding>,
+    /// From `skip_from` to the next submission: the counts of the dispatches recorded since
+    /// (`[n, then (x, y, z) each]`), written into `skip_args` before that submission.
+    skipping: Option<Vec<u32>>,
+    skip_args: Option<Arc<Store>>,
 }
+
+/// Dispatches a region that may be skipped can hold (a decoded step's: ~230 for a model of
+/// 32 layer-passes).
+const SKIP_MOST: usize = 4096;
 
 /// What `hold` and `read_begin` keep.
 #[derive(Default)]
@@ -205,6 +224,8 @@ impl Recorder {
     pub fn new(dev: Arc<GpuDevice>) -> dory::Result<Recorder> {
         Ok(Recorder {
             dev: dev.clone(),
+            skipping: None,
+            skip_args: None,
             cmds: Vec::new(),
             uploads: Vec::new(),
             upload: None,
@@ -241,11 +262,35 @@ impl Recorder {
     pub fn begin_op(&mut self) {
         // Not `submit`, which would wait for a read begun (a greedy decoder's next step is
         // recorded while its logits come back).
-        if self.ahead.parked.is_none() && self.cmds.len() >= self.batch {
+        if self.ahead.parked.is_none() && self.skipping.is_none() && self.cmds.len() >= self.batch {
             if let Err(e) = self.send(None, None) {
                 self.fail(e);
             }
         }
+    }
+
+    /// From here to the next submission every dispatch (but `dispatch_always`'s) is
+    /// indirect, its counts in `skip_args`, so that a kernel of the step (exit.wgsl) can
+    /// empty the rest of it; the region goes in one submission with what came before it in
+    /// the same op, its counts written before it runs.
+    pub fn skip_from(&mut self) {
+        self.skipping.get_or_insert_with(|| vec![0]);
+    }
+
+    /// Whether a region that may be skipped has begun (`skip_from`).
+    pub fn skipping(&self) -> bool {
+        self.skipping.is_some()
+    }
+
+    /// The counts of the dispatches `skip_from` makes indirect (`[n, then (x, y, z) each]`).
+    pub fn skip_args(&mut self) -> Arc<Store> {
+        if self.skip_args.is_none() {
+            match Store::indirect(&self.dev, 4 * (1 + 3 * SKIP_MOST) as u64, "skipped dispatches' counts") {
+                Ok(s) => self.skip_args = Some(s),
+                Err(e) => self.fail(e),
+            }
+        }
+        self.skip_args.clone().unwrap_or_else(|| self.none.clone())
     }
 
     /// Remembers an op's failure for the next sync point.
@@ -289,6 +334,15 @@ impl Recorder {
     }
 
     pub fn dispatch(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {
+        self.dispatch_as(kernel, binds, imm, groups, true);
+    }
+
+    /// A dispatch never skipped, even in a region that may be (exit.wgsl's).
+    pub fn dispatch_always(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {
+        self.dispatch_as(kernel, binds, imm, groups, false);
+    }
+
+    fn dispatch_as(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3], skips: bool) {
         if groups.contains(&0) {
             return;
         }
@@ -300,11 +354,17 @@ impl Recorder {
         }
         self.dispatches += 1;
         self.since_sync += 1;
+        let indirect = self.skipping.as_mut().filter(|_| skips).map(|counts| {
+            let at = 4 * counts.len() as u64;
+            counts.extend_from_slice(&groups);
+            at
+        });
         self.cmds.push(Cmd {
             kernel,
             binds: binds.iter().cloned().collect(),
             imm: SmallVec::from_slice(bytemuck::bytes_of(imm)),
             groups,
+            indirect,
         });
     }
 
@@ -381,6 +441,7 @@ impl Recorder {
     /// Ops recorded from here until the next submission are held: encoded then, and
     /// submitted at `release` after what is recorded in between.
     pub fn hold(&mut self) {
+        debug_assert!(self.skipping.is_none(), "a region that may be skipped ends at its submission");
         self.end_hold();
         self.ahead.held = None;
         let parked = (std::mem::take(&mut self.cmds), std::mem::take(&mut self.uploads), self.error.take());
@@ -449,7 +510,7 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
         let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
-        encode(&self.dev, &mut enc, cmds, &groups, None, false);
+        encode(&self.dev, &mut enc, cmds, &groups, None, false, None);
         Ok(Held { buffer: enc.finish(), uploads, arena, token })
     }
 
@@ -470,6 +531,7 @@ impl Recorder {
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();
+            self.skipping = None;
             return Err(e);
         }
         let host = profile::host().then(Instant::now);
@@ -493,6 +555,7 @@ impl Recorder {
             return Ok(None);
         }
         self.write_uploads()?;
+        self.write_skip_args()?;
         lap(Phase::Uploads, &mut since);
         let cmds = std::mem::take(&mut self.cmds);
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
@@ -501,7 +564,8 @@ impl Recorder {
         let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
         let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
         let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
-        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed);
+        let skip_args = self.skip_args.clone();
+        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref());
         lap(Phase::Pass, &mut since);
         let read = read.map(|(src, bytes)| {
             let bytes = read_bytes(bytes);
@@ -536,6 +600,19 @@ impl Recorder {
             staging,
             index,
         }))
+    }
+
+    /// Writes the counts of a region that may be skipped (`skip_from`), which ends here.
+    fn write_skip_args(&mut self) -> dory::Result<()> {
+        let Some(mut counts) = self.skipping.take() else { return Ok(()) };
+        let n = (counts.len() - 1) / 3;
+        if n > SKIP_MOST {
+            return Err(gpu_err(format!("a step of {n} dispatches after an exit test, over {SKIP_MOST}")));
+        }
+        counts[0] = n as u32;
+        let args = self.skip_args.as_ref().expect("made by skip_from");
+        self.dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(&counts));
+        Ok(())
     }
 
     /// Writes this submission's uploads into the arena, grown as needed.
@@ -593,6 +670,7 @@ fn encode(
     groups: &[wgpu::BindGroup],
     stamps: Option<&Stamps>,
     timed: bool,
+    skip_args: Option<&Store>,
 ) {
     if !cmds.is_empty() {
         let pass_stamps = stamps.filter(|_| timed).map(|s| wgpu::ComputePassTimestampWrites {
@@ -612,7 +690,10 @@ fn encode(
             if let Some(s) = stamp {
                 pass.write_timestamp(&s.set, 2 * i as u32);
             }
-            pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]);
+            match (c.indirect, skip_args) {
+                (Some(at), Some(args)) => pass.dispatch_workgroups_indirect(&args.buffer, at),
+                _ => pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]),
+            }
             if let Some(s) = stamp {
                 pass.write_timestamp(&s.set, 2 * i as u32 + 1);
             }

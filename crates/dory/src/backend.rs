@@ -9,6 +9,7 @@
 use crate::cache::{Keys, Near, Rows};
 use crate::config::LayerKind;
 use crate::error::Result;
+use crate::exit::ExitRule;
 use crate::nystrom::{Exported, Landmarks};
 
 /// The edges of the loop (spec §4–§5; the seed's mix modes). x is the token's input,
@@ -276,6 +277,23 @@ pub trait Backend {
 
     /// Drops the held ops unrun.
     fn discard(&mut self) {}
+
+    /// Tests `rule` on the device after the read-out of pass `k` (`logits`: v of them, then
+    /// a word the device sets to k, as a u32's bits, where the rule holds and to 0 where it
+    /// does not; under KL against `kept` row 0, which these logits then replace), and skips
+    /// what is recorded after it in the step where the rule holds, so that a step with
+    /// read-outs needs one read. False where the backend does not (it then records
+    /// nothing, and the host tests the read-out): a CPU's, whose host is its device.
+    fn exit_test(
+        &mut self,
+        _rule: &ExitRule,
+        _k: usize,
+        _logits: &mut Self::Buf,
+        _kept: &mut Self::Buf,
+        _v: usize,
+    ) -> bool {
+        false
+    }
 }
 
 /// `Backend::swiglu_down` as two ops, SwiGLU into `m` then the down projection: the

@@ -362,10 +362,15 @@ impl<B: Backend> Forward<B> {
         }
         let mut previous: Option<Vec<f64>> = None;
         let mut kept = false;
+        // Whether the device tests the rule: the rest of the step is then recorded at once
+        // and read once, the pass it left at after its logits.
+        let mut on_device = false;
         let mut k = first;
         while k < passes {
             let sc = self.scratch.as_mut().expect("prepared");
-            if !exit.tested(k, passes) {
+            if exit.tested(k, passes) && self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v) {
+                on_device = true;
+            } else if !exit.tested(k, passes) {
                 // Not tested here (KL's first read-out): these logits matter only as the next
                 // test's `previous`, so they stay on the device and come back with that
                 // read-out's, and the device does not wait on the host here.
@@ -390,7 +395,12 @@ impl<B: Backend> Forward<B> {
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
-        Ok(Decoded { logits: self.read_last(at, exit, check)?, passes })
+        let mut logits = self.read_last(at, exit, check, on_device)?;
+        let left = if on_device { logits.pop().map_or(0, f32::to_bits) as usize } else { 0 };
+        if left > passes {
+            return Err(Error::Backend(format!("the device left the exit test at pass {left} of {passes}")));
+        }
+        Ok(Decoded { logits, passes: if left == 0 { passes } else { left } })
     }
 
     /// Records a decoded row's step on token `id`, up to its first read.
@@ -428,11 +438,13 @@ impl<B: Backend> Forward<B> {
     /// push and export.
     /// A greedy decoder's next step, where the device can choose its token, runs at once
     /// instead: the host checks the token it was fed against its own argmax of these logits
-    /// before it takes the step, and that step's read checks the device's (`check`).
-    fn read_last(&mut self, at: Rows, exit: &ExitRule, check: Option<u32>) -> Result<Vec<f32>> {
+    /// before it takes the step, and that step's read checks the device's (`check`). With
+    /// `left`, the word after the logits comes back too (the pass an exit test on the
+    /// device left at), for the caller.
+    fn read_last(&mut self, at: Rows, exit: &ExitRule, check: Option<u32>, left: bool) -> Result<Vec<f32>> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
-        let len = v + usize::from(check.is_some());
+        let len = v + usize::from(check.is_some() || left);
         if self.backend.holds() && !self.row_by_row(next.pos0) {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, len);

@@ -30,6 +30,7 @@ macro_rules! params {
 pub mod attend;
 pub mod copy;
 pub mod embed;
+pub mod exit;
 pub mod matmul;
 pub mod mix;
 pub mod o1;

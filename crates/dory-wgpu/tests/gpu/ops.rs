@@ -185,6 +185,50 @@ fn the_greedy_token_is_the_samplers_and_embedded() {
 }
 
 #[test]
+fn the_exit_test_on_the_device_is_the_hosts_and_skips_the_rest() {
+    // exit.wgsl's verdict against exit.rs's statistic, for KL and confidence, with
+    // thresholds a hundredth on either side of the statistic (a verdict may flip only
+    // within rounding of it, spec §8): where it holds, the pass after the logits and the
+    // step's later ops skipped (a copy over the logits after it); where it does not, 0
+    // there and the logits the next test's "before" (kept row 0).
+    use dory::exit::{log_softmax, Criterion, ExitRule};
+    for dev in devices() {
+        let c = config(40, 1, 8, 64, &["sliding"], 1, 4);
+        let (_dir, model) = random_model(&c, 3, DType::BF16);
+        let (_cpu, mut gpu) = backends(dev, &model);
+        for v in [7usize, 300, 5000] {
+            let logits = rand_vec(v, v as u64);
+            let before: Vec<f32> = logits.iter().zip(rand_vec(v, 9)).map(|(a, b)| a + 0.3 * b).collect();
+            let (lp, lq) = (log_softmax(&logits), log_softmax(&before));
+            for criterion in [Criterion::Kl, Criterion::Confidence] {
+                let rule = |threshold| ExitRule { criterion, threshold, min_passes: 1 };
+                let stat = rule(0.0).statistic(&lp, Some(&lq));
+                for threshold in [stat * 0.99, stat * 1.01] {
+                    let rule = rule(threshold);
+                    let holds = rule.holds(stat);
+                    let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
+                    let mut kept = gpu.put(&before);
+                    let other = gpu.put(&vec![-1.0; v]);
+                    let on_device = gpu.exit_test(&rule, 3, &mut lg, &mut kept, v);
+                    assert_eq!(on_device, dev.kernels.options.exit_on_device, "DORY_WGPU_EXIT says where");
+                    if !on_device {
+                        continue;
+                    }
+                    gpu.copy_rows(&mut lg, 0, &other, 0, 1, v);
+                    let got = gpu.get(&lg, v + 1);
+                    let what = format!("{} V {v} {criterion:?} at {threshold} (statistic {stat})", dev.describe());
+                    assert_eq!(got[v].to_bits(), if holds { 3 } else { 0 }, "{what}: the pass it left at");
+                    let after = if holds { &logits } else { &vec![-1.0; v] };
+                    assert_eq!(&got[..v], after.as_slice(), "{what}: the ops after it");
+                    let want_kept = if holds { &before } else { &logits };
+                    assert_eq!(&gpu.get(&kept, v), want_kept, "{what}: the read-out kept");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
     for dev in devices() {
         let bound = op_bound(dev);
