@@ -5,9 +5,9 @@
 // counts in `args` (the recorder's), which the rest of the step then reads as zeros. Where
 // it does not, these logits become the next test's "before". A later test of a row that has
 // left does nothing (this kernel itself is not skipped: it writes the counts that the
-// skipped read). One workgroup: the statistic
-// is the host's (exit.rs), in f32, so a verdict may differ from the host's only for a
-// statistic within rounding of the threshold, which spec §8 allows.
+// skipped read). One workgroup: the statistic is the host's (exit.rs), in f32, so a verdict
+// may differ from the host's only for a statistic within rounding of the threshold, which
+// spec §8 allows.
 
 // The parameters `p`: exit.rs's `Params` (kernels.rs declares their `struct P`).
 
