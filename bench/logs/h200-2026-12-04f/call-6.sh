@@ -3,8 +3,9 @@
 # `bench/wgpu_h200.sh build 50e36a6` and carry .gl and .wgpu-carry.
 # 1. The GPU tests (17: exit.wgsl's among them); `dory bench` with the last token not running
 #    ahead (def2bd3) against 50e36a6, depth 0, interleaved twice.
-# 2. dory-tiny under its own exit rule, the rule tested on the device (the default) against
-#    the host (DORY_WGPU_EXIT=host): `dory bench` (tg128 after pp512) and `dory generate`.
+# 2. dory-tiny under its own exit rule, the rule tested on the device (the default; a greedy
+#    decoder's next step then runs ahead too) against the host (DORY_WGPU_EXIT=host): `dory
+#    bench` (tg128 after pp512) and `dory generate` (default sampling and greedy).
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a $o/b $o/c

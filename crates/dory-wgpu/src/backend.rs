@@ -532,13 +532,13 @@ impl Backend for Wgpu {
         self.rec.flush();
     }
 
-    fn exit_test(&mut self, rule: &ExitRule, k: usize, logits: &mut GpuBuf, kept: &mut GpuBuf, v: usize) -> bool {
-        if !self.model.dev.kernels.options.exit_on_device {
-            return false;
-        }
+    fn tests_exit(&self) -> bool {
+        self.model.dev.kernels.options.exit_on_device
+    }
+
+    fn exit_test(&mut self, rule: &ExitRule, k: usize, logits: &mut GpuBuf, kept: &mut GpuBuf, v: usize) {
         self.rec.begin_op();
         exit::record(&mut self.rec, rule, k, &logits.store, &kept.store, v);
-        true
     }
 
     fn release(&mut self, id: u32) -> dory::Result<()> {

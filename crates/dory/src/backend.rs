@@ -278,21 +278,19 @@ pub trait Backend {
     /// Drops the held ops unrun.
     fn discard(&mut self) {}
 
-    /// Tests `rule` on the device after the read-out of pass `k` (`logits`: v of them, then
-    /// a word the device sets to k, as a u32's bits, where the rule holds and to 0 where it
-    /// does not; under KL against `kept` row 0, which these logits then replace), and skips
-    /// what is recorded after it in the step where the rule holds, so that a step with
-    /// read-outs needs one read. False where the backend does not (it then records
-    /// nothing, and the host tests the read-out): a CPU's, whose host is its device.
-    fn exit_test(
-        &mut self,
-        _rule: &ExitRule,
-        _k: usize,
-        _logits: &mut Self::Buf,
-        _kept: &mut Self::Buf,
-        _v: usize,
-    ) -> bool {
+    /// Whether the exit rule is tested on the device (`exit_test`): a GPU's; a CPU's host is
+    /// its device.
+    fn tests_exit(&self) -> bool {
         false
+    }
+
+    /// Where `tests_exit`: tests `rule` after the read-out of pass `k` (`logits`: v of them,
+    /// then the greedy token's word, then a word the device sets to k, as a u32's bits, where
+    /// the rule holds and to 0 where it does not; under KL against `kept` row 0, which these
+    /// logits then replace), and skips what is recorded after it in the step where the rule
+    /// holds, so that a step with read-outs needs one read.
+    fn exit_test(&mut self, _rule: &ExitRule, _k: usize, _logits: &mut Self::Buf, _kept: &mut Self::Buf, _v: usize) {
+        unreachable!("a backend that tests the exit rule on the device says so (tests_exit)")
     }
 }
 

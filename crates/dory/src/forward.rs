@@ -123,8 +123,9 @@ struct Scratch<B> {
     o: B,      // [rows, D] a sub-layer's output
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
-    logits: B, // [logit_rows, V], and a greedy token after them (`Backend::embed_greedy`)
-    kept: B,   // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
+    logits: B, // [logit_rows, V], then a greedy token (`Backend::embed_greedy`) and the pass
+    //            an exit test on the device left at (`Backend::exit_test`)
+    kept: B, // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
 }
 
 pub struct Forward<B: Backend> {
@@ -368,7 +369,8 @@ impl<B: Backend> Forward<B> {
         let mut k = first;
         while k < passes {
             let sc = self.scratch.as_mut().expect("prepared");
-            if exit.tested(k, passes) && self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v) {
+            if exit.tested(k, passes) && self.backend.tests_exit() {
+                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
                 on_device = true;
             } else if !exit.tested(k, passes) {
                 // Not tested here (KL's first read-out): these logits matter only as the next
@@ -395,12 +397,15 @@ impl<B: Backend> Forward<B> {
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
-        let mut logits = self.read_last(at, exit, check, on_device)?;
-        let left = if on_device { logits.pop().map_or(0, f32::to_bits) as usize } else { 0 };
-        if left > passes {
-            return Err(Error::Backend(format!("the device left the exit test at pass {left} of {passes}")));
-        }
-        Ok(Decoded { logits, passes: if left == 0 { passes } else { left } })
+        let (logits, left) = self.read_last(at, exit, check, on_device)?;
+        Ok(Decoded { logits, passes: left.unwrap_or(passes) })
+    }
+
+    /// Whether a decoded step under `exit` is read once, at its end: no read-out the host
+    /// tests (the device tests them, or none is tested).
+    fn read_once(&self, exit: &ExitRule) -> bool {
+        let passes = self.config.passes;
+        self.backend.tests_exit() || !(1..passes).any(|k| exit.tested(k, passes))
     }
 
     /// Records a decoded row's step on token `id`, up to its first read.
@@ -439,12 +444,18 @@ impl<B: Backend> Forward<B> {
     /// A greedy decoder's next step, where the device can choose its token, runs at once
     /// instead: the host checks the token it was fed against its own argmax of these logits
     /// before it takes the step, and that step's read checks the device's (`check`). With
-    /// `left`, the word after the logits comes back too (the pass an exit test on the
-    /// device left at), for the caller.
-    fn read_last(&mut self, at: Rows, exit: &ExitRule, check: Option<u32>, left: bool) -> Result<Vec<f32>> {
+    /// `tested` (the device tested the rule), the pass the row left at comes back too
+    /// (None: it ran them all), from the word after the greedy token's.
+    fn read_last(
+        &mut self,
+        at: Rows,
+        exit: &ExitRule,
+        check: Option<u32>,
+        tested: bool,
+    ) -> Result<(Vec<f32>, Option<usize>)> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
-        let len = v + usize::from(check.is_some() || left);
+        let len = v + if tested { 2 } else { usize::from(check.is_some()) };
         if self.backend.holds() && !self.row_by_row(next.pos0) {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, len);
@@ -452,8 +463,8 @@ impl<B: Backend> Forward<B> {
             // is what any step at that position would. A failure here is that step's, not
             // this one's: it is not held, and its own decode prepares again and reports it.
             if self.prepare(next, 1, 1).is_ok() {
-                // Only a step read once runs ahead: a read-out's exit test is the host's.
-                let greedy = self.greedy && first_read(exit, passes) == passes;
+                // Only a step read once runs ahead: a read-out the host tests is a wait.
+                let greedy = self.greedy && self.read_once(exit);
                 let sc = self.scratch.as_mut().expect("prepared");
                 let token = if greedy && self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) {
                     Token::Greedy { token: u32::MAX }
@@ -472,8 +483,16 @@ impl<B: Backend> Forward<B> {
         }
         let sc = self.scratch.as_ref().expect("prepared");
         let mut logits = self.backend.read(&sc.logits, len)?;
+        let left = match tested.then(|| logits.pop().map_or(0, f32::to_bits) as usize) {
+            Some(k) if k > passes => {
+                return Err(Error::Backend(format!("the device's exit test left at pass {k} of {passes}")));
+            }
+            Some(k) => (k != 0).then_some(k),
+            None => None,
+        };
+        let token = if tested || check.is_some() { logits.pop() } else { None };
         if let Some(id) = check {
-            let chosen = logits.pop().map(f32::to_bits);
+            let chosen = token.map(f32::to_bits);
             if chosen != Some(id) {
                 return Err(Error::Backend(format!(
                     "the device's greedy token at position {} was {chosen:?}, the host's argmax {id}",
@@ -484,7 +503,7 @@ impl<B: Backend> Forward<B> {
         if let Some(Ahead { token: Token::Greedy { token }, .. }) = self.ahead.as_mut() {
             *token = argmax(&logits);
         }
-        Ok(logits)
+        Ok((logits, left))
     }
 
     /// Drops a step recorded ahead.
@@ -549,7 +568,7 @@ impl<B: Backend> Forward<B> {
                 o: buf(c.hidden)?,
                 gu: buf(2 * c.ffn)?,
                 m: buf(c.ffn)?,
-                logits: self.backend.alloc(logit_rows * c.vocab_size + 1)?,
+                logits: self.backend.alloc(logit_rows * c.vocab_size + 2)?,
                 kept: self.backend.alloc(2 * c.vocab_size)?,
             });
         }

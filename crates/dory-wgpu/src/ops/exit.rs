@@ -19,8 +19,8 @@ params! {
     }
 }
 
-/// Tests `rule` on the read-out of pass `k` (`logits`, V of them and a word for the pass the
-/// row leaves at), KL against kept row 0. The rest of the step is skipped where it holds.
+/// Tests `rule` on the read-out of pass `k` (`logits`: V of them, the greedy token's word,
+/// then a word for the pass the row leaves at), KL against kept row 0. The rest of the step is skipped where it holds.
 pub fn record(rec: &mut Recorder, rule: &ExitRule, k: usize, logits: &Arc<Store>, kept: &Arc<Store>, v: usize) {
     let first = !rec.skipping();
     let args = rec.skip_args();

@@ -1,7 +1,8 @@
 // A decoded row's exit rule tested on the device (spec §5's early exit), after a read-out it
 // tests: the statistic of these logits (and, under KL, of the read-out before, kept row 0),
-// and the rule's verdict. Where it holds, the pass is written after the logits (as a u32, 0
-// while the row goes on) and the step's later dispatches are emptied: each is indirect, its
+// and the rule's verdict. Where it holds, the pass is written after the logits and the
+// greedy token's word (as a u32, 0 while the row goes on) and the step's later dispatches
+// are emptied: each is indirect, its
 // counts in `args` (the recorder's), which the rest of the step then reads as zeros. Where
 // it does not, these logits become the next test's "before". A later test of a row that has
 // left does nothing (this kernel itself is not skipped: it writes the counts that the
@@ -54,7 +55,7 @@ fn log_sum_exp(lid: u32, before: bool) -> f32 {
 @compute @workgroup_size(256)
 fn exit_test(@builtin(local_invocation_index) lid: u32) {
     if (lid == 0u) {
-        gone = select(bitcast<u32>(logits[p.v]), 0u, p.first != 0u);
+        gone = select(bitcast<u32>(logits[p.v + 1u]), 0u, p.first != 0u);
     }
     if (workgroupUniformLoad(&gone) != 0u) {
         return;
@@ -81,14 +82,14 @@ fn exit_test(@builtin(local_invocation_index) lid: u32) {
     let holds = select(stat >= p.threshold, stat < p.threshold, p.criterion == KL);
     if (holds) {
         if (lid == 0u) {
-            logits[p.v] = bitcast<f32>(p.k);
+            logits[p.v + 1u] = bitcast<f32>(p.k);
         }
         for (var i = lid; i < 3u * args[0]; i = i + WG) {
             args[1u + i] = 0u;
         }
     } else {
         if (lid == 0u) {
-            logits[p.v] = 0.0;
+            logits[p.v + 1u] = 0.0;
         }
         for (var i = lid; i < p.v; i = i + WG) {
             kept[i] = logits[i];

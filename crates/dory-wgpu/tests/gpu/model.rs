@@ -125,28 +125,38 @@ fn steps_recorded_ahead_run_or_are_dropped() {
 #[test]
 fn greedy_steps_run_on_the_device_token() {
     // A greedy decoder's steps run ahead on the device's own token; a step fed another
-    // runs again, so every step agrees with the CPU either way.
+    // runs again, so every step agrees with the CPU either way. Under exit rules too, where
+    // the device tests them (the step is then read once): rules whose decisions cannot flip
+    // between backends (always after pass 2, never).
+    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
+    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
     for dev in devices() {
         let c = config(64, 2, 16, 96, &["sliding", "full"], 3, 6);
         let (_dir, model) = random_model(&c, 32, DType::F16);
         let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
-        let mut cpu = cpu_session(&model, 64);
-        let mut gpu = gpu_session(&gm, 64);
-        gpu.forward_mut().set_greedy(true);
-        let what = dev.describe();
-        let prompt = ids(5, 3);
-        cpu.prompt(&prompt, false, Want::Last).unwrap();
-        let mut logits = gpu.prompt(&prompt, false, Want::Last).unwrap().logits;
-        for step in 0..12 {
-            let greedy = dory::sampler::argmax(&logits);
-            // Every fourth token is not the greedy one.
-            let id = if step % 4 == 3 { (greedy + 1) % c.vocab_size as u32 } else { greedy };
-            let (dc, dg) = (cpu.step(id).unwrap(), gpu.step(id).unwrap());
-            check(&format!("{what}: step {step}"), &dg.logits, &dc.logits, 1e-4);
-            assert_eq!(dg.logits.len(), c.vocab_size, "{what}: the token is not among the logits");
-            let ahead = gpu.forward().running_ahead();
-            assert_eq!(ahead, gpu.forward().backend.holds(), "{what}: step {step} runs the next ahead");
-            logits = dg.logits;
+        for exit in [ExitRule::NONE, always, never] {
+            let mut cpu = cpu_session(&model, 64);
+            let mut gpu = gpu_session(&gm, 64);
+            (cpu.exit, gpu.exit) = (exit, exit);
+            gpu.forward_mut().set_greedy(true);
+            let what = format!("{} exit {exit}", dev.describe());
+            let prompt = ids(5, 3);
+            cpu.prompt(&prompt, false, Want::Last).unwrap();
+            let mut logits = gpu.prompt(&prompt, false, Want::Last).unwrap().logits;
+            let read_once = exit == ExitRule::NONE || dev.kernels.options.exit_on_device;
+            for step in 0..12 {
+                let greedy = dory::sampler::argmax(&logits);
+                // Every fourth token is not the greedy one.
+                let id = if step % 4 == 3 { (greedy + 1) % c.vocab_size as u32 } else { greedy };
+                let (dc, dg) = (cpu.step(id).unwrap(), gpu.step(id).unwrap());
+                check(&format!("{what}: step {step}"), &dg.logits, &dc.logits, 1e-4);
+                assert_eq!(dg.passes, dc.passes, "{what}: step {step}");
+                assert_eq!(dg.logits.len(), c.vocab_size, "{what}: the token is not among the logits");
+                let ahead = gpu.forward().running_ahead();
+                let runs_ahead = read_once && gpu.forward().backend.holds();
+                assert_eq!(ahead, runs_ahead, "{what}: step {step} runs the next ahead");
+                logits = dg.logits;
+            }
         }
     }
 }

@@ -189,7 +189,7 @@ fn the_exit_test_on_the_device_is_the_hosts_and_skips_the_rest() {
     // exit.wgsl's verdict against exit.rs's statistic, for KL and confidence, with
     // thresholds a hundredth on either side of the statistic (a verdict may flip only
     // within rounding of it, spec §8): where it holds, the pass after the logits and the
-    // step's later ops skipped (a copy over the logits after it); where it does not, 0
+    // greedy token's word, and the step's later ops skipped (a copy over the logits after it); where it does not, 0
     // there and the logits the next test's "before" (kept row 0).
     use dory::exit::{log_softmax, Criterion, ExitRule};
     for dev in devices() {
@@ -206,18 +206,19 @@ fn the_exit_test_on_the_device_is_the_hosts_and_skips_the_rest() {
                 for threshold in [stat * 0.99, stat * 1.01] {
                     let rule = rule(threshold);
                     let holds = rule.holds(stat);
-                    let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
+                    let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN, f32::NAN]].concat());
                     let mut kept = gpu.put(&before);
                     let other = gpu.put(&vec![-1.0; v]);
-                    let on_device = gpu.exit_test(&rule, 3, &mut lg, &mut kept, v);
-                    assert_eq!(on_device, dev.kernels.options.exit_on_device, "DORY_WGPU_EXIT says where");
-                    if !on_device {
+                    assert_eq!(gpu.tests_exit(), dev.kernels.options.exit_on_device, "DORY_WGPU_EXIT says where");
+                    if !gpu.tests_exit() {
                         continue;
                     }
+                    gpu.exit_test(&rule, 3, &mut lg, &mut kept, v);
                     gpu.copy_rows(&mut lg, 0, &other, 0, 1, v);
-                    let got = gpu.get(&lg, v + 1);
+                    let got = gpu.get(&lg, v + 2);
                     let what = format!("{} V {v} {criterion:?} at {threshold} (statistic {stat})", dev.describe());
-                    assert_eq!(got[v].to_bits(), if holds { 3 } else { 0 }, "{what}: the pass it left at");
+                    assert_eq!(got[v + 1].to_bits(), if holds { 3 } else { 0 }, "{what}: the pass it left at");
+                    assert!(got[v].is_nan(), "{what}: the greedy token's word untouched");
                     let after = if holds { &logits } else { &vec![-1.0; v] };
                     assert_eq!(&got[..v], after.as_slice(), "{what}: the ops after it");
                     let want_kept = if holds { &before } else { &logits };
