@@ -163,9 +163,9 @@ pub struct Recorder {
     skip_args: Option<Arc<Store>>,
 }
 
-/// Dispatches a region that may be skipped can hold (a decoded step's: ~230 for a model of
-/// 32 layer-passes).
-const SKIP_MOST: usize = 4096;
+/// Dispatches a region that may be skipped can hold: a decoded step's, ~230 for a model of
+/// 32 layer-passes, 8 a layer-pass at most (768 KiB of counts).
+const SKIP_MOST: usize = 65536;
 
 /// What `hold` and `read_begin` keep.
 #[derive(Default)]
