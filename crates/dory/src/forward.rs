@@ -123,9 +123,8 @@ struct Scratch<B> {
     o: B,      // [rows, D] a sub-layer's output
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
-    logits: B, // [logit_rows, V], then a greedy token (`Backend::embed_greedy`) and the pass
-    //            an exit test on the device left at (`Backend::exit_test`)
-    kept: B, // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
+    logits: B, // [logit_rows, V], a greedy token and an exit's pass (`embed_greedy`, `exit_test`)
+    kept: B,   // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
 }
 
 pub struct Forward<B: Backend> {
