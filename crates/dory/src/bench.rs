@@ -110,7 +110,6 @@ fn repetition<B: Backend>(
     random: &mut impl FnMut(usize) -> Vec<u32>,
 ) -> Result<Repetition> {
     session.reset()?;
-    session.forward_mut().set_greedy(true);
     if o.depth > 0 {
         session.prompt(&random(o.depth), false, Want::Last)?;
     }

@@ -368,15 +368,15 @@ impl<B: Backend> Forward<B> {
         let mut k = first;
         while k < passes {
             let sc = self.scratch.as_mut().expect("prepared");
-            if exit.tested(k, passes) && self.backend.tests_exit() {
-                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
-                on_device = true;
-            } else if !exit.tested(k, passes) {
+            if !exit.tested(k, passes) {
                 // Not tested here (KL's first read-out): these logits matter only as the next
                 // test's `previous`, so they stay on the device and come back with that
                 // read-out's, and the device does not wait on the host here.
                 self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
                 kept = true;
+            } else if self.backend.tests_exit() {
+                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
+                on_device = true;
             } else {
                 let logits = if std::mem::take(&mut kept) {
                     self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);

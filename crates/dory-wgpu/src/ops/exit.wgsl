@@ -20,23 +20,7 @@ const WG: u32 = 256u;
 // exit.rs's criteria.
 const KL: u32 = 1u;
 
-var<workgroup> red: array<f32, 256>;
 var<workgroup> gone: u32;
-
-// Every invocation's `x` reduced by max (`most`) or sum; every invocation gets it.
-fn reduce(x: f32, lid: u32, most: bool) -> f32 {
-    red[lid] = x;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) {
-            red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), most);
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
 
 // log Σ e^{x_i} of the logits (`before`: of kept row 0).
 fn log_sum_exp(lid: u32, before: bool) -> f32 {
@@ -44,12 +28,12 @@ fn log_sum_exp(lid: u32, before: bool) -> f32 {
     for (var i = lid; i < p.v; i = i + WG) {
         m = max(m, select(logits[i], kept[i], before));
     }
-    m = reduce(m, lid, true);
+    m = seg_max(m, lid, WG);
     var s = 0.0;
     for (var i = lid; i < p.v; i = i + WG) {
         s += exp(select(logits[i], kept[i], before) - m);
     }
-    return m + log(reduce(s, lid, false));
+    return m + log(seg_sum(s, lid, WG));
 }
 
 @compute @workgroup_size(256)
@@ -70,14 +54,14 @@ fn exit_test(@builtin(local_invocation_index) lid: u32) {
             let a = logits[i] - lse;
             s += exp(a) * (a - (kept[i] - lse_before));
         }
-        stat = reduce(s, lid, false);
+        stat = seg_sum(s, lid, WG);
     } else {
         // Confidence: max p.
         var m = -3.0e38;
         for (var i = lid; i < p.v; i = i + WG) {
             m = max(m, logits[i]);
         }
-        stat = exp(reduce(m, lid, true) - lse);
+        stat = exp(seg_max(m, lid, WG) - lse);
     }
     let holds = select(stat >= p.threshold, stat < p.threshold, p.criterion == KL);
     if (holds) {

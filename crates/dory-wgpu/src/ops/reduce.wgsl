@@ -13,6 +13,10 @@ fn seg_sum(x: f32, lid: u32, seg: u32) -> f32 {
     return seg_reduce4(vec4<f32>(x, 0.0, 0.0, 0.0), lid, seg, false).x;
 }
 
+fn seg_max(x: f32, lid: u32, seg: u32) -> f32 {
+    return seg_reduce4(vec4<f32>(x, 0.0, 0.0, 0.0), lid, seg, true).x;
+}
+
 fn sigmoid(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }

@@ -12,6 +12,11 @@ use dory_wgpu::{GpuModel, Wgpu};
 
 use crate::common::{check, config, config_with, devices, random_model};
 
+/// Early-exit rules whose decisions cannot flip between backends: always after pass 2, and
+/// never (a confidence above 1).
+const ALWAYS: ExitRule = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
+const NEVER: ExitRule = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
+
 fn cpu_session(model: &Model, chunk: usize) -> Session<dory::cpu::Cpu> {
     let b = dory::cpu::Cpu::new(&model.config, &model.weights);
     Session::new(Forward::new(b, &model.config, chunk).expect("forward"))
@@ -55,13 +60,11 @@ fn ids(n: usize, seed: u64) -> Vec<u32> {
 fn random_models_agree_with_the_cpu() {
     // Early exit by rules whose decisions cannot flip between backends (always after
     // pass 2; never), so that every read-out and resume is compared.
-    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
-    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
     for dev in devices() {
         for (i, (layers, dtype, exit)) in [
             (&["sliding", "full"][..], DType::F32, ExitRule::NONE),
-            (&["full", "sliding", "sliding"][..], DType::BF16, always),
-            (&["sliding"][..], DType::F16, never),
+            (&["full", "sliding", "sliding"][..], DType::BF16, ALWAYS),
+            (&["sliding"][..], DType::F16, NEVER),
         ]
         .into_iter()
         .enumerate()
@@ -89,8 +92,6 @@ fn steps_recorded_ahead_run_or_are_dropped() {
     // exit rule, a prompt, a step the rule ends early on the host, a reset) drops it unrun.
     // A step whose rule the device tests ends at its last read even where it leaves early,
     // and records the next one ahead there too.
-    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
-    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
     for dev in devices() {
         let c = config(64, 2, 16, 96, &["sliding", "full"], 3, 6);
         let (_dir, model) = random_model(&c, 31, DType::F16);
@@ -98,16 +99,16 @@ fn steps_recorded_ahead_run_or_are_dropped() {
         let mut cpu = cpu_session(&model, 64);
         let mut gpu = gpu_session(&gm, 64);
         let what = dev.describe();
-        for (round, exit) in [ExitRule::NONE, never, ExitRule::NONE, always, never].into_iter().enumerate() {
+        for (round, exit) in [ExitRule::NONE, NEVER, ExitRule::NONE, ALWAYS, NEVER].into_iter().enumerate() {
             (cpu.exit, gpu.exit) = (exit, exit);
             agree(&format!("{what} round {round}"), &mut cpu, &mut gpu, &ids(5, round as u64), &ids(4, 9), |_| 1e-4);
             let ahead = gpu.forward().recorded_ahead();
-            let read_last = exit != always || dev.kernels.options.exit_on_device;
+            let read_last = exit != ALWAYS || dev.kernels.options.exit_on_device;
             assert_eq!(ahead.is_some(), read_last && gpu.forward().backend.holds(), "{what} round {round}: {ahead:?}");
             assert!(ahead.is_none_or(|p| p == gpu.position()), "{what}: ahead at {ahead:?}");
         }
         // A new rule between two steps, with no prompt between them.
-        for (i, exit) in [ExitRule::NONE, never, never, ExitRule::NONE, always, ExitRule::NONE].into_iter().enumerate()
+        for (i, exit) in [ExitRule::NONE, NEVER, NEVER, ExitRule::NONE, ALWAYS, ExitRule::NONE].into_iter().enumerate()
         {
             (cpu.exit, gpu.exit) = (exit, exit);
             let id = ids(1, 40 + i as u64)[0];
@@ -128,13 +129,11 @@ fn greedy_steps_run_on_the_device_token() {
     // runs again, so every step agrees with the CPU either way. Under exit rules too, where
     // the device tests them (the step is then read once): rules whose decisions cannot flip
     // between backends (always after pass 2, never).
-    let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
-    let never = ExitRule { criterion: dory::Criterion::Confidence, threshold: 2.0, min_passes: 1 };
     for dev in devices() {
         let c = config(64, 2, 16, 96, &["sliding", "full"], 3, 6);
         let (_dir, model) = random_model(&c, 32, DType::F16);
         let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
-        for exit in [ExitRule::NONE, always, never] {
+        for exit in [ExitRule::NONE, ALWAYS, NEVER] {
             let mut cpu = cpu_session(&model, 64);
             let mut gpu = gpu_session(&gm, 64);
             (cpu.exit, gpu.exit) = (exit, exit);
@@ -251,10 +250,9 @@ fn the_shipped_model_agrees_in_exact_and_o1_mode() {
         let steps: Vec<u32> = ids(24, 8).into_iter().map(|t| t % model.config.vocab_size as u32).collect();
         // Early exit by a rule whose decisions cannot flip between backends (always after
         // pass 2), so that every read-out and resume is compared; then no exit.
-        let always = ExitRule { criterion: dory::Criterion::Confidence, threshold: 0.0, min_passes: 2 };
         let o1 = Attention::O1(dory::config::O1 { seal_at, ..o1.clone() });
         for (attention, exit) in
-            [(Attention::Exact, always), (o1.clone(), always), (Attention::Exact, ExitRule::NONE), (o1, ExitRule::NONE)]
+            [(Attention::Exact, ALWAYS), (o1.clone(), ALWAYS), (Attention::Exact, ExitRule::NONE), (o1, ExitRule::NONE)]
         {
             let mut cpu = cpu_session(&model, 64);
             let mut gpu = gpu_session(&gm, 64);
