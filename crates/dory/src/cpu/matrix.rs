@@ -347,27 +347,34 @@ mod tests {
         }
     }
 
-    /// One thread's matrix-vector product per storage, on the benchmark config's shapes
-    /// (in cache), interleaved: multiply-adds a second, where each storage's decode stands
-    /// when it is bound by its instructions rather than by memory:
-    /// `cargo test --release -p dory --lib -- --ignored gemv_speed --nocapture`.
+    /// One thread's matrix-vector product per storage, on the benchmark config's shapes,
+    /// interleaved: multiply-adds a second, where each storage's decode
+    /// stands when it is bound by its instructions rather than by memory:
+    /// `cargo test --release -p dory --lib -- --ignored gemv_speed --nocapture`. One layer's
+    /// matrices sit in a core's L2; `DORY_GEMV_SPEED_LAYERS=6` reads the config's six
+    /// layers' in turn, as decoding does, from the L3.
     #[test]
     #[ignore]
     fn gemv_speed() {
+        let layers: usize = std::env::var("DORY_GEMV_SPEED_LAYERS").map_or(1, |v| v.parse().unwrap());
         let isa = Isa::best();
         // q|k|v|gate, out, gate|up, down of bench/configs-bench-cpu.json ([n, k]).
         let shapes = [(960, 384), (384, 384), (2048, 384), (384, 1024)];
         let names = ["f32", "f16", "bf16", "q8_0"];
-        let mats: Vec<Vec<Matrix>> =
-            (0..4).map(|kind| shapes.iter().map(|&(n, k)| matrix(kind, n, k, kind as u64).0).collect()).collect();
-        let macs: usize = shapes.iter().map(|&(n, k)| n * k).sum();
+        let mats: Vec<Vec<Matrix>> = (0..4)
+            .map(|kind| {
+                let seeds = (0..layers).flat_map(|l| shapes.iter().map(move |&s| (l, s)));
+                seeds.map(|(l, (n, k))| matrix(kind, n, k, (kind + 4 * l) as u64).0).collect()
+            })
+            .collect();
+        let macs: usize = layers * shapes.iter().map(|&(n, k)| n * k).sum::<usize>();
         let (x, mut out) = (rand_vec(1024, 7), vec![0.0f32; 2048]);
         let mut rates = vec![vec![]; 4];
         for _ in 0..25 {
             for (kind, ms) in mats.iter().enumerate() {
                 let t = std::time::Instant::now();
                 for _ in 0..20 {
-                    for (m, &(n, k)) in ms.iter().zip(&shapes) {
+                    for (m, &(n, k)) in ms.iter().zip(shapes.iter().cycle()) {
                         isa::gemv(isa, &mut out[..n], m.rows(), &x[..k]);
                         std::hint::black_box(&out);
                     }
