@@ -11,6 +11,9 @@
 #   PEER=bench/out/llama/llama-bench                     llama.cpp in every round too, on
 #                                                        bench/llama_peer.sh's models (of
 #                                                        the benchmark config, pp512, tg128)
+#   PEER_ARGS="--repack 0"                               more llama-bench options (its q8_0
+#                                                        prompt with weights repacked crashed
+#                                                        on the Xeon of 2026-12-04)
 #   CONFIG=bench/wgpu-large.json PROMPT=16 GEN=32        another config's models (e.g. one
 #                                                        whose weights outgrow the caches), the
 #                                                        prompt's and the generation's tokens
@@ -43,11 +46,11 @@ out=bench/out/cpu_speed.jsonl
 : > $out
 # llama-bench on the peer model of a format, its medians and peak RSS in `dory bench`'s shape.
 peer_run() {
-    python3 - "$PEER" "$1" "${THREADS:-$(nproc)}" <<'PY'
+    python3 - "$PEER" "$1" "${THREADS:-$(nproc)}" "${PEER_ARGS:-}" <<'PY'
 import json, resource, statistics, subprocess, sys
-peer, fmt, threads = sys.argv[1:]
+peer, fmt, threads, more = sys.argv[1:]
 model = f"{peer.rsplit('/', 1)[0]}/peer-{fmt}.gguf"
-cmd = [peer, "-m", model, "-t", threads, "-p", "512", "-n", "128", "-r", "3", "-o", "jsonl"]
+cmd = [peer, "-m", model, "-t", threads, "-p", "512", "-n", "128", "-r", "3", "-o", "jsonl", *more.split()]
 lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
 tests = [json.loads(l) for l in lines if l.startswith("{")]
 speed = lambda t: {"median": statistics.median(t["samples_ts"])}
@@ -69,7 +72,9 @@ for r in $(seq "$rounds"); do
         done
     done
     for f in ${PEER:+$formats}; do
-        echo "{\"binary\": \"llama.cpp\", \"format\": \"$f\", \"run\": $(peer_run $f)}" >> $out
+        # A run that fails (llama-bench crashed here once) is left out, as Dory's are.
+        line=$(peer_run $f) || { echo "llama-bench failed on $f" >&2; continue; }
+        echo "{\"binary\": \"llama.cpp\", \"format\": \"$f\", \"run\": $line}" >> $out
     done
 done
 python3 - "$out" "$prompt" "$gen" <<'PY'
