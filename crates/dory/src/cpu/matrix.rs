@@ -348,15 +348,16 @@ mod tests {
     }
 
     /// One thread's matrix-vector product per storage, on the benchmark config's shapes,
-    /// interleaved: multiply-adds a second, where each storage's decode
-    /// stands when it is bound by its instructions rather than by memory:
+    /// interleaved: multiply-adds a second, where each storage's decode stands when it is
+    /// bound by its instructions rather than by memory:
     /// `cargo test --release -p dory --lib -- --ignored gemv_speed --nocapture`. One layer's
     /// matrices sit in a core's L2; `DORY_GEMV_SPEED_LAYERS=6` reads the config's six
-    /// layers' in turn, as decoding does, from the L3.
+    /// layers' in turn from the L3, as decoding does.
     #[test]
     #[ignore]
     fn gemv_speed() {
-        let layers: usize = std::env::var("DORY_GEMV_SPEED_LAYERS").map_or(1, |v| v.parse().unwrap());
+        let layers: usize =
+            std::env::var("DORY_GEMV_SPEED_LAYERS").map_or(1, |v| v.parse().expect("a count of layers"));
         let isa = Isa::best();
         // q|k|v|gate, out, gate|up, down of bench/configs-bench-cpu.json ([n, k]).
         let shapes = [(960, 384), (384, 384), (2048, 384), (384, 1024)];
