@@ -253,6 +253,10 @@ pub struct Options {
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
+    /// attend.wgsl's workgroup: 256 invocations, or 512 or 1024, whose tiles of
+    /// `attend_wg / attend_lanes` keys take a decoded row's short span in fewer chunks
+    /// (`attend_tile`).
+    pub attend_wg: u32,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
@@ -285,6 +289,7 @@ impl Options {
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
+    /// DORY_WGPU_ATTEND_WG=256|512|1024 (its workgroup; less where its memory would not fit),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -316,6 +321,7 @@ impl Options {
             block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
+            attend_wg: 256,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
@@ -363,6 +369,10 @@ impl Options {
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             o.attend_lanes = lanes;
         }
+        if let Some(&[wg @ (256 | 512 | 1024)]) = numbers("DORY_WGPU_ATTEND_WG").as_deref() {
+            o.attend_wg = wg;
+        }
+        o.fit_attend(u32::MAX, workgroup_bytes);
         o.fusion_from_env();
         o
     }
@@ -380,6 +390,30 @@ impl Options {
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
         }
+    }
+
+    /// Keys of a tile of attend.wgsl.
+    pub fn attend_tile(&self) -> usize {
+        (self.attend_wg / self.attend_lanes) as usize
+    }
+
+    /// attend.wgsl's workgroup halved (to 256 at least) until it fits a device's limits on
+    /// invocations and workgroup memory (wgpu checks neither before a driver may hang).
+    pub fn fit_attend(&mut self, invocations: u32, workgroup_bytes: u32) {
+        while self.attend_wg > 256 && (self.attend_wg > invocations || self.attend_bytes() > workgroup_bytes) {
+            self.attend_wg /= 2;
+        }
+    }
+
+    /// Bytes of workgroup memory attend.wgsl takes: its queries, own key and value, a
+    /// tile's weights and slots, the joined value sums and the reductions' partials.
+    pub fn attend_bytes(&self) -> u32 {
+        let (wg, tile) = (self.attend_wg, self.attend_tile() as u32);
+        let partials = match self.reduce {
+            Reduce::Subgroup => wg / 4,
+            Reduce::Shared => wg,
+        };
+        16 * 256 + 16 * 64 + 4 * 256 + 20 * tile + 16 * wg + 16 * partials
     }
 
     /// Whether attend_coop.wgsl can run under these options on a device with this much
@@ -452,9 +486,12 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
-/// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
+/// Bytes of workgroup memory of the arrays attend_coop.wgsl uses.
+pub const ATTEND_COOP_OWN_BYTES: u32 = 33_808;
+/// Bytes of workgroup memory attend_coop.wgsl takes: its own arrays, and the libraries' it
+/// does not use (the reductions' partials and the joined value sums, at their default
+/// sizes), should a driver count them.
+pub const ATTEND_COOP_BYTES: u32 = ATTEND_COOP_OWN_BYTES + 16 * 64 + 16 * 256;
 
 /// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
 pub const ATTEND_COOP_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
@@ -649,7 +686,10 @@ impl Kernels {
             copy_slots: b.add("copy", "copy_slots", &[]),
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
-            attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
+            attend: b.add("attend", "attend", &{
+                let wg = f64::from(options.attend_wg);
+                [("LANES", f64::from(options.attend_lanes)), ("WG", wg), ("REDUCE_WG", wg)]
+            }),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),

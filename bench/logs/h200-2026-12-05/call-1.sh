@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Planned for the next session's first device call (not run: no device was lent). Build with
-# `bench/wgpu_h200.sh build 50e36a6` and carry .gl and .wgpu-carry.
-# 1. The GPU tests (17: exit.wgsl's among them); `dory bench` with the last token not running
+# Planned in the 2026-12-04 sessions (no device was lent to either). Build with
+# `bench/wgpu_h200.sh build 50e36a6` and carry .gl and .wgpu-carry; call-2.sh follows.
+# 1. The GPU tests (17: exit.wgsl's among them; the third device's decoded rows in
+#    workgroups of 1024); `dory bench` with the last token not running
 #    ahead (def2bd3) against 50e36a6, depth 0, interleaved twice.
 # 2. dory-tiny under its own exit rule, the rule tested on the device (the default; a greedy
 #    decoder's next step then runs ahead too) against the host (DORY_WGPU_EXIT=host): `dory
