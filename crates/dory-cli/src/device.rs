@@ -47,8 +47,6 @@ impl Device {
         let gpu = match choice {
             Choice::Cpu => None,
             Choice::Wgpu => Some(GpuDevice::open(Pick::Any)?),
-            // The wgpu backend does not run 8-bit weights yet (docs/SEMANTICS.md).
-            Choice::Auto if model.config.quantization.is_some() => None,
             Choice::Auto => match dory_wgpu::choose(Pick::Hardware) {
                 Some(adapter) => Some(Arc::new(GpuDevice::from_adapter(adapter, None)?)),
                 None => None,

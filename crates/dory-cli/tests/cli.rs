@@ -324,7 +324,7 @@ fn logits_that_cannot_be_written_leave_no_partial_file() {
 }
 
 #[test]
-fn quantize_writes_a_model_the_cpu_runs() {
+fn quantize_writes_a_model_the_cpu_and_the_gpu_run() {
     let dir = tempfile::tempdir().unwrap();
     let m = model(dir.path());
     let q = dir.path().join("q8").to_str().unwrap().to_string();
@@ -367,6 +367,7 @@ fn quantize_writes_a_model_the_cpu_runs() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&portable.stdout), text, "the same greedy text on the portable kernels");
     if dory_wgpu::choose(dory_wgpu::Pick::Any).is_some() {
-        fails(&["info", "--model", &q, "--backend", "wgpu"], "not supported by the wgpu backend");
+        let gpu = ok(&["generate", "--model", &q, "-n", "4", "-t", "0", "--backend", "wgpu", "It was"]);
+        assert_eq!(gpu, text, "the same greedy text on the GPU");
     }
 }

@@ -7,7 +7,7 @@
 //! or workgroup memory) is chosen per device without a second copy of any kernel. The one
 //! fragment, a loop that must stand written out in two functions, is pasted (`paste`).
 
-use dory::weights::DType;
+use dory::weights::{DType, Stored};
 
 use crate::error::gpu_err;
 use crate::ops::{attend, copy, embed, exit, matmul, mix, o1, prep, residual, swiglu, Field};
@@ -528,25 +528,25 @@ pub struct Kernels {
     /// The built pipelines, one per spec (empty in a plan).
     pub list: Vec<Kernel>,
     /// [dtype][1 row, 4 rows]
-    pub gemv: [[KernelId; 2]; 3],
-    pub gemv_scaled: [[KernelId; 2]; 3],
+    pub gemv: [[KernelId; 2]; DTYPES],
+    pub gemv_scaled: [[KernelId; 2]; DTYPES],
     /// The down projection with SwiGLU formed on the way in.
-    pub gemv_swiglu: [[KernelId; 2]; 3],
+    pub gemv_swiglu: [[KernelId; 2]; DTYPES],
     /// gate|up with SwiGLU formed on the way out (one row).
-    pub gemv_glu: [KernelId; 3],
+    pub gemv_glu: [KernelId; DTYPES],
     /// One row whose x is the nGPT residual formed on the way in: [dtype][plain, gate|up
     /// with SwiGLU].
-    pub gemv_residual: [[KernelId; 2]; 3],
+    pub gemv_residual: [[KernelId; 2]; DTYPES],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
-    pub gemv_combine: [KernelId; 3],
+    pub gemv_combine: [KernelId; DTYPES],
     /// One row: [dtype][prologue: none, residual, SwiGLU].
-    pub gemv1: [[KernelId; 3]; 3],
-    pub gemv1_scaled: [KernelId; 3],
-    pub gemm: [KernelId; 3],
-    pub gemm_scaled: [KernelId; 3],
+    pub gemv1: [[KernelId; 3]; DTYPES],
+    pub gemv1_scaled: [KernelId; DTYPES],
+    pub gemm: [KernelId; DTYPES],
+    pub gemm_scaled: [KernelId; DTYPES],
     /// Where the device has tensor cores.
     pub gemm_coop: Option<Coop>,
-    pub embed: [KernelId; 3],
+    pub embed: [KernelId; DTYPES],
     pub greedy: KernelId,
     pub exit_test: KernelId,
     pub mix: KernelId,
@@ -567,16 +567,19 @@ pub struct Kernels {
     pub combine_sealed: KernelId,
 }
 
-/// The pipeline constant DTYPE of `dtype.wgsl`.
-pub fn dtype_index(d: DType) -> usize {
-    match d {
-        DType::F32 => 0,
-        DType::F16 => 1,
-        DType::BF16 => 2,
+/// The pipeline constant DTYPE of `dtype.wgsl`, for weights stored as `s`.
+pub fn dtype_index(s: Stored) -> usize {
+    match s {
+        Stored::Float(DType::F32) => 0,
+        Stored::Float(DType::F16) => 1,
+        Stored::Float(DType::BF16) => 2,
+        Stored::I8 => 3,
     }
 }
 
-const DTYPES: [f64; 3] = [0.0, 1.0, 2.0];
+/// The weights' dtypes the kernels read (`dtype_index`).
+const DTYPES: usize = 4;
+const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
 
 #[derive(Default)]
 struct Planner {
@@ -624,10 +627,10 @@ impl Kernels {
     /// Every pipeline these options call for, unbuilt (the shader test translates them).
     pub fn plan(options: Options) -> Kernels {
         let mut b = Planner::default();
-        let mut gemv = [[KernelId(0); 2]; 3];
-        let mut gemv_scaled = [[KernelId(0); 2]; 3];
-        let mut gemv_swiglu = [[KernelId(0); 2]; 3];
-        for (i, &dt) in DTYPES.iter().enumerate() {
+        let mut gemv = [[KernelId(0); 2]; DTYPES];
+        let mut gemv_scaled = [[KernelId(0); 2]; DTYPES];
+        let mut gemv_swiglu = [[KernelId(0); 2]; DTYPES];
+        for (i, &dt) in DTYPE_CONSTANTS.iter().enumerate() {
             for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
                 let c = [("DTYPE", dt), ("XROWS", xrows)];
                 gemv[i][j] = b.add("gemv", "gemv", &c);
@@ -636,32 +639,32 @@ impl Kernels {
                     b.add_as("gemv", "gemv", "gemv_swiglu", &[c.as_slice(), &[("SWIGLU", 1.0)]].concat());
             }
         }
-        let gemv_glu = DTYPES.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
-        let gemv_residual = DTYPES.map(|dt| {
+        let gemv_glu = DTYPE_CONSTANTS.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
+        let gemv_residual = DTYPE_CONSTANTS.map(|dt| {
             let c = [("DTYPE", dt), ("RES", 1.0)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
         let gemv_combine =
-            DTYPES.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
+            DTYPE_CONSTANTS.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
         let g = options.gemv1;
         let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
         let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
         let names = ["gemv1", "gemv1_residual", "gemv1_swiglu"];
-        let gemv1 = DTYPES.map(|dt| {
+        let gemv1 = DTYPE_CONSTANTS.map(|dt| {
             let mut k = [KernelId(0); 3];
             for (pro, name) in names.into_iter().enumerate() {
                 k[pro] = b.add_as("gemv1", "gemv1", name, &gemv1_c(dt, pro as f64));
             }
             k
         });
-        let gemv1_scaled = DTYPES.map(|dt| {
+        let gemv1_scaled = DTYPE_CONSTANTS.map(|dt| {
             b.add_as("gemv1", "gemv1", "gemv1_scaled", &[gemv1_c(dt, 0.0).as_slice(), &[("SCALED", 1.0)]].concat())
         });
-        let gemm = DTYPES.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
-        let gemm_scaled = DTYPES.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
+        let gemm = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
+        let gemm_scaled = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
-        let embed = DTYPES.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
-        let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPES[0])]);
+        let embed = DTYPE_CONSTANTS.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
+        let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPE_CONSTANTS[0])]);
         Kernels {
             options,
             gemv,

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use dory::backend::{self, Mat};
-use dory::weights::{DType, TensorView, Weights};
+use dory::quant::{scale_name, Q8_0_GROUP};
+use dory::weights::{DType, Stored, TensorView, Weights};
 use dory::Config;
 use half::f16;
 use rayon::prelude::*;
@@ -29,7 +30,9 @@ pub struct Part {
 /// A [n, k] matrix as stored: `g8` groups of 8 weights per padded row, rows one after
 /// another, or in tiles where `tiled`.
 pub struct Matrix {
-    pub dtype: DType,
+    /// A float dtype, or q8_0: int8 values and their groups' scales, in blocks of 128
+    /// weights (`upload_q8`).
+    pub dtype: Stored,
     /// Held in 16 × 16 tiles (an f16 projection, by default where the device has tensor
     /// cores: `Options::tiles`), so that a tile of W is one run of 512 bytes for the
     /// tensor-core GEMM (rows of 32 bytes `k` apart would spread it over 16 cache lines):
@@ -103,7 +106,67 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
     let tiled = dtype == DType::F16 && projection && dev.kernels.options.tiles;
     let coop = tiled && dev.caps.coop;
     let width = if tiled { k.next_multiple_of(16) } else { 8 * g8 };
-    let row_bytes = width * size;
+    let row = |i: usize, out: &mut Vec<u8>| {
+        let (t, i) = stacked(tensors.iter().map(|t| t.shape[0]), i);
+        out.extend_from_slice(&held[t][i * k * size..][..k * size]);
+        out.resize(out.len() + (width - k) * size, 0);
+    };
+    let parts = upload_rows(dev, name, n, width * size, tiled, row)?;
+    Ok(Matrix { dtype: Stored::Float(dtype), tiled, coop, n, k, g8, shift, parts })
+}
+
+/// Weights of a row of a q8_0 matrix on the device: a block's four groups' scales and its
+/// values (dtype.wgsl reads them so).
+pub const Q8_BLOCK: usize = 4 * Q8_0_GROUP;
+
+/// The q8_0 matrices `names` (each I8 `[n, k]` with its F16 scales `[n, k / 32]`) stacked
+/// into one, held in blocks of Q8_BLOCK weights of a row: the block's four scales as f32,
+/// then its int8 values, 144 bytes in all; a row's last block is filled with zeros (values
+/// and scales).
+pub fn upload_q8(dev: &GpuDevice, name: &str, w: &Weights, names: &[String]) -> dory::Result<Matrix> {
+    let q: Vec<_> = names.iter().map(|n| w.share(n)).collect();
+    let scales: Vec<Vec<f32>> = names.iter().map(|n| w.get(&scale_name(n)).to_f32()).collect();
+    let k = q[0].shape[1];
+    let n: usize = q.iter().map(|t| t.shape[0]).sum();
+    let (groups, blocks) = (k / Q8_0_GROUP, k.div_ceil(Q8_BLOCK));
+    let row = |i: usize, out: &mut Vec<u8>| {
+        let (t, i) = stacked(q.iter().map(|t| t.shape[0]), i);
+        let (values, scales) = (&q[t][i * k..][..k], &scales[t][i * groups..][..groups]);
+        for b in 0..blocks {
+            for g in 4 * b..4 * b + 4 {
+                out.extend(scales.get(g).unwrap_or(&0.0).to_le_bytes());
+            }
+            let block = &values[b * Q8_BLOCK..k.min((b + 1) * Q8_BLOCK)];
+            out.extend_from_slice(block);
+            out.resize(out.len() + Q8_BLOCK - block.len(), 0);
+        }
+    };
+    let parts = upload_rows(dev, name, n, blocks * (Q8_BLOCK + 16), false, row)?;
+    Ok(Matrix { dtype: Stored::I8, tiled: false, coop: false, n, k, g8: blocks * Q8_BLOCK / 8, shift: 0, parts })
+}
+
+/// Which of the stacked tensors of `rows` rows each holds row `i` of the stack, and its row
+/// there.
+fn stacked(rows: impl Iterator<Item = usize>, mut i: usize) -> (usize, usize) {
+    for (t, n) in rows.enumerate() {
+        if i < n {
+            return (t, i);
+        }
+        i -= n;
+    }
+    unreachable!("row {i} past the stack")
+}
+
+/// `n` rows of `row_bytes` each (`row` appends row i) in parts of whole rows that fit the
+/// adapter's binding limit, in tiles where `tiled` (whole bands of 16 rows).
+fn upload_rows(
+    dev: &GpuDevice,
+    name: &str,
+    n: usize,
+    row_bytes: usize,
+    tiled: bool,
+    row: impl Fn(usize, &mut Vec<u8>),
+) -> dory::Result<Vec<Part>> {
     let band = if tiled { 16 } else { 1 };
     let per_part = ((dev.caps.max_binding as usize) / (band * row_bytes)).min(8 * 65535 / band) * band;
     if per_part == 0 {
@@ -111,18 +174,6 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
             "{band} rows of {name} ({row_bytes} bytes each) are over the adapter's binding limit"
         )));
     }
-    // Row i of the stack, padded.
-    let row = |i: usize, out: &mut Vec<u8>| {
-        let mut i = i;
-        for (t, bytes) in tensors.iter().zip(&held) {
-            if i < t.shape[0] {
-                out.extend_from_slice(&bytes[i * k * size..][..k * size]);
-                out.resize(out.len() + (width - k) * size, 0);
-                return;
-            }
-            i -= t.shape[0];
-        }
-    };
     let mut parts = Vec::new();
     let mut row0 = 0;
     while row0 < n {
@@ -139,7 +190,7 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
         parts.push(Part { store: Store::with_data(dev, &bytes, &label)?, row0, rows });
         row0 += rows;
     }
-    Ok(Matrix { dtype, tiled, coop, n, k, g8, shift, parts })
+    Ok(parts)
 }
 
 /// Rows of `row_bytes` (of f16, a multiple of 16 weights), whole bands of 16, reordered
@@ -212,16 +263,21 @@ fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc
 
 impl GpuModel {
     pub fn new(dev: Arc<GpuDevice>, config: &Config, w: &Weights) -> dory::Result<Arc<GpuModel>> {
-        if config.quantization.is_some() {
-            return Err(gpu_err("q8_0 (8-bit) weights are not supported by the wgpu backend yet; use --backend cpu"));
-        }
         let d = &*dev;
+        // A matrix of the stacked tensors `parts`, as stored (q8_0 in a quantized model).
+        let matrix = |name: &str, parts: &[String], projection: bool| {
+            if config.quantization.is_some() {
+                return upload_q8(d, name, w, parts);
+            }
+            let views: Vec<TensorView> = parts.iter().map(|n| w.get(n)).collect();
+            upload_matrix(d, name, &views, projection)
+        };
         let layers = (0..config.layers.len())
             .map(|i| {
                 let t = |n: &str| w.get(&format!("layers.{i}.{n}"));
                 let m = |name: &str, parts: &[&str]| {
-                    let views: Vec<TensorView> = parts.iter().map(|n| t(n)).collect();
-                    upload_matrix(d, &format!("layers.{i}.{name}"), &views, true)
+                    let names: Vec<String> = parts.iter().map(|n| format!("layers.{i}.{n}")).collect();
+                    matrix(&format!("layers.{i}.{name}"), &names, true)
                 };
                 let v = |n: &str| upload_vector(d, &format!("layers.{i}.{n}"), t(n));
                 Ok(LayerWeights {
@@ -242,8 +298,8 @@ impl GpuModel {
             })
             .collect::<dory::Result<Vec<_>>>()?;
         // The embedding is read by embed.wgsl, which takes no shift.
-        let embed = upload_matrix(d, "embed", &[w.get("embed")], false)?;
-        let head = upload_matrix(d, "head", &[w.get("head")], true)?;
+        let embed = matrix("embed", &["embed".into()], false)?;
+        let head = matrix("head", &["head".into()], true)?;
         let head_scale = upload_vector(d, "head_scale", w.get("head_scale"))?;
         Ok(Arc::new(GpuModel { dev, config: config.clone(), embed, head, head_scale, layers }))
     }

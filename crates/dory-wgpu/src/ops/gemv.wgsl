@@ -85,8 +85,11 @@ fn prologue(lid: u32, wid: u32) {
     }
 }
 
-// x[xr0 + r, 8g … 8g + 7], zero past k.
+// x[xr0 + r, 8g … 8g + 7], zero past k (rows of W may be padded further: q8_0's).
 fn x8(r: u32, g: u32) -> W8 {
+    if (8u * g >= p.k) {
+        return W8(vec4<f32>(0.0), vec4<f32>(0.0));
+    }
     let row = p.xr0 + min(r, p.rows - 1u);
     let has_hi = 8u * g + 4u < p.k;
     if (SWIGLU == 1u) {

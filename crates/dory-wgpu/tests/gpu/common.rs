@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use dory::weights::DType;
+use dory::weights::{DType, Stored};
 use dory::{Backend, Config, Model};
 use dory_wgpu::kernels::{Gemv1, Options, Slicing};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
@@ -90,6 +90,19 @@ pub fn random_model(config: &Config, seed: u64, dtype: DType) -> (tempfile::Temp
     dory::init::write_random_model(dir.path(), config, seed, dtype, 1).expect("write");
     let model = Model::load(dir.path()).expect("load");
     (dir, model)
+}
+
+/// A random model of `config` stored as `stored`: a float dtype, or q8_0 (a random f32
+/// model quantized, `dory quantize`'s way).
+pub fn random_model_as(config: &Config, seed: u64, stored: Stored) -> (tempfile::TempDir, Model) {
+    let Stored::Float(dtype) = stored else {
+        let (_src, model) = random_model(config, seed, DType::F32);
+        let dir = tempfile::tempdir().expect("tempdir");
+        dory::quant::quantize(&model, dir.path(), &dory::quant::Quantization::q8_0()).expect("quantize");
+        let model = Model::load(dir.path()).expect("load");
+        return (dir, model);
+    };
+    random_model(config, seed, dtype)
 }
 
 /// The CPU reference and the GPU backend on one model.

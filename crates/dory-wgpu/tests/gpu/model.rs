@@ -6,11 +6,11 @@
 use dory::backend::Backend;
 use dory::forward::Attention;
 use dory::testing::fixtures::{cases, replay, Case};
-use dory::weights::DType;
+use dory::weights::{DType, Stored};
 use dory::{ExitRule, Forward, Model, Session, Want};
 use dory_wgpu::{GpuModel, Wgpu};
 
-use crate::common::{check, config, config_with, devices, random_model};
+use crate::common::{check, config, config_with, devices, random_model, random_model_as};
 
 /// Early-exit rules whose decisions cannot flip between backends: always after pass 2, and
 /// never (a confidence above 1).
@@ -62,15 +62,16 @@ fn random_models_agree_with_the_cpu() {
     // pass 2; never), so that every read-out and resume is compared.
     for dev in devices() {
         for (i, (layers, dtype, exit)) in [
-            (&["sliding", "full"][..], DType::F32, ExitRule::NONE),
-            (&["full", "sliding", "sliding"][..], DType::BF16, ALWAYS),
-            (&["sliding"][..], DType::F16, NEVER),
+            (&["sliding", "full"][..], Stored::Float(DType::F32), ExitRule::NONE),
+            (&["full", "sliding", "sliding"][..], Stored::Float(DType::BF16), ALWAYS),
+            (&["sliding"][..], Stored::Float(DType::F16), NEVER),
+            (&["sliding", "full"][..], Stored::I8, ALWAYS),
         ]
         .into_iter()
         .enumerate()
         {
             let c = config(64, 2, 16, 96, layers, 3, 6);
-            let (_dir, model) = random_model(&c, 20 + i as u64, dtype);
+            let (_dir, model) = random_model_as(&c, 20 + i as u64, dtype);
             let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
             for chunk in [1, 7, 64] {
                 let mut cpu = cpu_session(&model, 64);
