@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dory::weights::{DType, TensorView};
-use dory_wgpu::hooks::{self, gpu_err, upload_matrix, Input, Matrix, Recorder, Store};
+use dory::weights::{DType, Stored, TensorView};
+use dory_wgpu::hooks::{self, gpu_err, upload_matrix, upload_q8, Input, Matrix, Q8Rows, Recorder, Store};
 use dory_wgpu::GpuDevice;
 
 /// Seconds of GPU time per run of `work`: the median of `rounds` passes of `reps` runs,
@@ -463,18 +463,30 @@ fn run_steps(
     Ok(t0.elapsed().as_secs_f64() / f64::from(rounds))
 }
 
-/// Copies of an [n, k] matrix of `dtype` with random values, as the model would upload
-/// them, enough that together they do not fit in the GPU's cache (so that a benchmark
-/// reads its weights from memory, as a model does).
-pub fn matrices(dev: &GpuDevice, (n, k): (usize, usize), dtype: DType) -> dory::Result<Vec<Matrix>> {
+/// Copies of an [n, k] matrix stored as `stored` with random values, as the model would
+/// upload them, enough that together they do not fit in the GPU's cache (so that a
+/// benchmark reads its weights from memory, as a model does).
+pub fn matrices(dev: &GpuDevice, (n, k): (usize, usize), stored: Stored) -> dory::Result<Vec<Matrix>> {
     let values = dory::testing::rand_vec(n * k, (n * k) as u64);
+    let size = match stored {
+        Stored::Float(dtype) => dtype.size(),
+        Stored::I8 => 1,
+    };
+    let copies = ((256 << 20) / (n * k * size).max(1) + 1).min(64);
+    let Stored::Float(dtype) = stored else {
+        let (q, scales) = dory::quant::quantize_q8_0(&values, k)
+            .ok_or_else(|| gpu_err(format!("[{n}, {k}]: random values that q8_0 cannot hold")))?;
+        let bytes: Vec<u8> = q.iter().map(|&v| v as u8).collect();
+        let scales: Vec<f32> = scales.iter().map(|s| s.to_f32()).collect();
+        let rows = || [Q8Rows { n, k, values: &bytes, scales: scales.clone() }];
+        return (0..copies).map(|_| upload_q8(dev, "benchmark", &rows())).collect();
+    };
     let bytes: Vec<u8> = match dtype {
         DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
         DType::F16 => values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect(),
         DType::BF16 => values.iter().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect(),
     };
     let shape = [n, k];
-    let copies = ((256 << 20) / bytes.len().max(1) + 1).min(64);
     (0..copies)
         .map(|_| upload_matrix(dev, "benchmark", &[TensorView { dtype, shape: &shape, bytes: &bytes }], true))
         .collect()
@@ -533,7 +545,10 @@ pub fn projection(dev: &Arc<GpuDevice>, mats: &[Matrix], rows: usize, prologue: 
         n,
         k,
         rows,
-        dtype: format!("{dtype:?}"),
+        dtype: match dtype {
+            Stored::Float(d) => format!("{d:?}"),
+            Stored::I8 => "q8_0".into(),
+        },
         seconds: secs,
         bytes_per_s: mats[0].bytes() as f64 / secs,
         flops: 2.0 * (n * k * rows) as f64 / secs,

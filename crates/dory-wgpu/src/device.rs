@@ -109,24 +109,8 @@ impl GpuDevice {
     }
 
     fn from_adapter_with(adapter: wgpu::Adapter, reduce: Option<Reduce>, timed: bool) -> dory::Result<GpuDevice> {
-        let info = adapter.get_info();
-        let features = adapter.features();
-        if !features.contains(wgpu::Features::IMMEDIATES) {
-            return Err(gpu_err(format!(
-                "adapter {} lacks immediate data (push constants), which the kernels take their parameters from",
-                info.name
-            )));
-        }
-        if !adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::SHADER_F16_IN_F32) {
-            return Err(gpu_err(format!("adapter {} cannot unpack f16 in shaders (unpack2x16float)", info.name)));
-        }
-        let limits = adapter.limits();
-        if limits.max_immediate_size < 64 {
-            return Err(gpu_err(format!(
-                "adapter {} allows {} bytes of immediate data; the kernels need 64",
-                info.name, limits.max_immediate_size
-            )));
-        }
+        usable(&adapter)?;
+        let (info, features, limits) = (adapter.get_info(), adapter.features(), adapter.limits());
         let subgroups = features.contains(wgpu::Features::SUBGROUP);
         let mut required = wgpu::Features::IMMEDIATES;
         if subgroups {
@@ -216,6 +200,26 @@ impl GpuDevice {
         let (name, backend, kind) = (&self.info.name, self.info.backend, self.info.device_type);
         format!("{name} ({backend:?}, {kind:?}, {reduce}{coop}{tiles}{attend})")
     }
+}
+
+/// An error naming what the kernels need and `adapter` lacks, if anything.
+fn usable(adapter: &wgpu::Adapter) -> dory::Result<()> {
+    let name = adapter.get_info().name;
+    if !adapter.features().contains(wgpu::Features::IMMEDIATES) {
+        return Err(gpu_err(format!(
+            "adapter {name} lacks immediate data (push constants), which the kernels take their parameters from"
+        )));
+    }
+    if !adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::SHADER_F16_IN_F32) {
+        return Err(gpu_err(format!("adapter {name} cannot unpack f16 in shaders (unpack2x16float)")));
+    }
+    let immediates = adapter.limits().max_immediate_size;
+    if immediates < 64 {
+        return Err(gpu_err(format!(
+            "adapter {name} allows {immediates} bytes of immediate data; the kernels need 64"
+        )));
+    }
+    Ok(())
 }
 
 /// The adapter `pick` chooses, or an error saying there is none.

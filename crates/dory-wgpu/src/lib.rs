@@ -37,7 +37,7 @@ pub use model::GpuModel;
 /// weights are, the projection op and the copies. A session needs none of them.
 pub mod hooks {
     pub use crate::error::gpu_err;
-    pub use crate::model::{upload_matrix, Matrix};
+    pub use crate::model::{upload_matrix, upload_q8, Matrix, Q8Rows};
     pub use crate::ops::copy::{run as copy, run4 as copy4};
     pub use crate::ops::matmul::{fuses, kernel_name, record as project, Input};
     pub use crate::record::{Recorder, Store};

@@ -119,19 +119,24 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
 /// values (dtype.wgsl reads them so).
 pub const Q8_BLOCK: usize = 4 * Q8_0_GROUP;
 
-/// The q8_0 matrices `names` (each I8 `[n, k]` with its F16 scales `[n, k / 32]`) stacked
-/// into one, held in blocks of Q8_BLOCK weights of a row: the block's four scales as f32,
-/// then its int8 values, 144 bytes in all; a row's last block is filled with zeros (values
-/// and scales).
-pub fn upload_q8(dev: &GpuDevice, name: &str, w: &Weights, names: &[String]) -> dory::Result<Matrix> {
-    let q: Vec<_> = names.iter().map(|n| w.share(n)).collect();
-    let scales: Vec<Vec<f32>> = names.iter().map(|n| w.get(&scale_name(n)).to_f32()).collect();
-    let k = q[0].shape[1];
-    let n: usize = q.iter().map(|t| t.shape[0]).sum();
+/// One q8_0 tensor as stored: `[n, k]` int8 values (as bytes) and their scales `[n, k / 32]`.
+pub struct Q8Rows<'a> {
+    pub n: usize,
+    pub k: usize,
+    pub values: &'a [u8],
+    pub scales: Vec<f32>,
+}
+
+/// The q8_0 tensors `tensors` stacked into one matrix, held in blocks of Q8_BLOCK weights
+/// of a row: the block's four scales as f32, then its int8 values, 144 bytes in all; a
+/// row's last block is filled with zeros (values and scales).
+pub fn upload_q8(dev: &GpuDevice, name: &str, tensors: &[Q8Rows]) -> dory::Result<Matrix> {
+    let k = tensors[0].k;
+    let n: usize = tensors.iter().map(|t| t.n).sum();
     let (groups, blocks) = (k / Q8_0_GROUP, k.div_ceil(Q8_BLOCK));
     let row = |i: usize, out: &mut Vec<u8>| {
-        let (t, i) = stacked(q.iter().map(|t| t.shape[0]), i);
-        let (values, scales) = (&q[t][i * k..][..k], &scales[t][i * groups..][..groups]);
+        let (t, i) = stacked(tensors.iter().map(|t| t.n), i);
+        let (values, scales) = (&tensors[t].values[i * k..][..k], &tensors[t].scales[i * groups..][..groups]);
         for b in 0..blocks {
             for g in 4 * b..4 * b + 4 {
                 out.extend(scales.get(g).unwrap_or(&0.0).to_le_bytes());
@@ -267,7 +272,14 @@ impl GpuModel {
         // A matrix of the stacked tensors `parts`, as stored (q8_0 in a quantized model).
         let matrix = |name: &str, parts: &[String], projection: bool| {
             if config.quantization.is_some() {
-                return upload_q8(d, name, w, parts);
+                let shared: Vec<_> = parts.iter().map(|n| w.share(n)).collect();
+                let rows = shared.iter().zip(parts).map(|(q, n)| Q8Rows {
+                    n: q.shape[0],
+                    k: q.shape[1],
+                    values: q,
+                    scales: w.get(&scale_name(n)).to_f32(),
+                });
+                return upload_q8(d, name, &rows.collect::<Vec<_>>());
             }
             let views: Vec<TensorView> = parts.iter().map(|n| w.get(n)).collect();
             upload_matrix(d, name, &views, projection)

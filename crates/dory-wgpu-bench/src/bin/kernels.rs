@@ -1,4 +1,4 @@
-//! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16] [--quick | --gemm]`:
+//! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16,q8_0] [--quick | --gemm]`:
 //! kernel benchmarks on the best adapter, as JSON lines, then a table. First the floors
 //! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU);
 //! with a model, its weight bytes and dispatches per token and the floors they give, and
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dory::weights::DType;
+use dory::weights::{DType, Stored};
 use dory_wgpu::kernels::{kernel_shapes, Options};
 use dory_wgpu::{GpuDevice, GpuModel, Pick};
 use dory_wgpu_bench::{self as bench, Prologue, Timing};
@@ -103,15 +103,16 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     Ok(config)
 }
 
-/// The dtypes `--dtypes` names (default f16 and bf16).
-fn dtypes() -> Result<Vec<DType>, String> {
+/// The dtypes `--dtypes` names (default f16 and bf16; q8_0 too).
+fn dtypes() -> Result<Vec<Stored>, String> {
     arg("--dtypes")
         .unwrap_or_else(|| "f16,bf16".into())
         .split(',')
         .map(|d| match d {
-            "f32" => Ok(DType::F32),
-            "f16" => Ok(DType::F16),
-            "bf16" => Ok(DType::BF16),
+            "f32" => Ok(Stored::Float(DType::F32)),
+            "f16" => Ok(Stored::Float(DType::F16)),
+            "bf16" => Ok(Stored::Float(DType::BF16)),
+            "q8_0" => Ok(Stored::I8),
             other => Err(format!("--dtypes: unknown dtype {other:?}")),
         })
         .collect()
