@@ -257,6 +257,9 @@ pub struct Options {
     /// `attend_wg / attend_lanes` keys take a decoded row's short span in fewer chunks
     /// (`attend_tile`).
     pub attend_wg: u32,
+    /// The plain GEMM in tiles of 128 × 128, 8 × 8 an invocation (`gemm_wide`), where it
+    /// takes a product (no tensor cores, or q8_0): DORY_WGPU_GEMM_WIDE=1.
+    pub gemm_wide: bool,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
@@ -290,6 +293,7 @@ impl Options {
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_WG=256|512|1024 (its workgroup; less where its memory would not fit),
+    /// DORY_WGPU_GEMM_WIDE=1 (the plain GEMM in tiles of 128),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -322,6 +326,7 @@ impl Options {
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_wg: 256,
+            gemm_wide: std::env::var("DORY_WGPU_GEMM_WIDE").is_ok_and(|v| v == "1"),
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
@@ -544,6 +549,8 @@ pub struct Kernels {
     pub gemv1_scaled: [KernelId; DTYPES],
     pub gemm: [KernelId; DTYPES],
     pub gemm_scaled: [KernelId; DTYPES],
+    /// [dtype][plain, scaled] in wide tiles (`Options::gemm_wide`).
+    pub gemm_wide: Option<[[KernelId; 2]; DTYPES]>,
     /// Where the device has tensor cores.
     pub gemm_coop: Option<Coop>,
     pub embed: [KernelId; DTYPES],
@@ -662,6 +669,9 @@ impl Kernels {
         });
         let gemm = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
+        let gemm_wide = options.gemm_wide.then(|| {
+            DTYPE_CONSTANTS.map(|dt| ["gemm_wide", "gemm_wide_scaled"].map(|e| b.add("gemm", e, &[("DTYPE", dt)])))
+        });
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
         let embed = DTYPE_CONSTANTS.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPE_CONSTANTS[0])]);
@@ -677,6 +687,7 @@ impl Kernels {
             gemv1_scaled,
             gemm,
             gemm_scaled,
+            gemm_wide,
             gemm_coop,
             embed,
             greedy,

@@ -94,3 +94,127 @@ fn gemm_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     store(lid, wid, acc, s);
 }
+
+// `gemm_wide`: 128 × 128 tiles of out, each invocation an 8 × 8 block (rows 4tm … 4tm + 3
+// and 64 + 4tm …, columns likewise), so that each pair of a slice's vec4 reads from
+// workgroup memory feeds 16 multiply-adds where `gemm` feeds 8. The 16 sums are named, not
+// an array: the H200's driver keeps an array indexed in a loop in memory.
+const WM: u32 = 128u;
+
+var<workgroup> xw: array<vec4<f32>, 512>;
+var<workgroup> ww: array<vec4<f32>, 512>;
+
+fn stage_wide(lid: u32, m0: u32, n0: u32, k0: u32) {
+    // x: 128 rows × 16 values, two 4-value pieces per invocation.
+    for (var t = 0u; t < 2u; t = t + 1u) {
+        let m = lid / 4u + 64u * t;
+        let kq = lid % 4u;
+        let i = k0 + 4u * kq;
+        var v = vec4<f32>(0.0);
+        if (m0 + m < p.rows && i < p.k) {
+            v = x[(p.xr0 + m0 + m) * (p.k / 4u) + i / 4u];
+        }
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            xw[(4u * kq + c) * (WM / 4u) + m / 4u][m % 4u] = v[c];
+        }
+    }
+    // W: 128 rows × 16 weights, 8 per invocation.
+    let n = lid / 2u;
+    let half = lid % 2u;
+    let g = k0 / 8u + half;
+    var u = W8(vec4<f32>(0.0), vec4<f32>(0.0));
+    if (n0 + n < p.rows_w && g < p.g8) {
+        u = load8(piece(n0 + n, g, p.g8, p.tiled != 0u));
+    }
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        ww[(8u * half + c) * (WM / 4u) + n / 4u][n % 4u] = u.lo[c];
+        ww[(8u * half + 4u + c) * (WM / 4u) + n / 4u][n % 4u] = u.hi[c];
+    }
+}
+
+// Sums of rows 4 of the block against columns 8: a row's two column vec4s, four rows.
+struct Rows4 {
+    r0: vec4<f32>, r0b: vec4<f32>,
+    r1: vec4<f32>, r1b: vec4<f32>,
+    r2: vec4<f32>, r2b: vec4<f32>,
+    r3: vec4<f32>, r3b: vec4<f32>,
+}
+
+fn add_rows(s: Rows4, a: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>) -> Rows4 {
+    return Rows4(
+        s.r0 + a.x * b0, s.r0b + a.x * b1,
+        s.r1 + a.y * b0, s.r1b + a.y * b1,
+        s.r2 + a.z * b0, s.r2b + a.z * b1,
+        s.r3 + a.w * b0, s.r3b + a.w * b1,
+    );
+}
+
+// Rows 4tm + i (and, in the second half, 64 + 4tm + i) of the block into out, times the
+// columns' scales (`s0` for columns 4tn …, `s1` for 64 + 4tn …).
+fn store_rows(s: Rows4, r0: u32, j0: u32, s0: vec4<f32>, s1: vec4<f32>) {
+    let rows = array<vec4<f32>, 8>(s.r0, s.r0b, s.r1, s.r1b, s.r2, s.r2b, s.r3, s.r3b);
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let r = r0 + i;
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let ja = j0 + c;
+            let jb = j0 + 64u + c;
+            if (r < p.rows && ja < p.rows_w) {
+                out[(p.yr0 + r) * p.n + p.row0 + ja] = rows[2u * i][c] * s0[c] * p.unshift;
+            }
+            if (r < p.rows && jb < p.rows_w) {
+                out[(p.yr0 + r) * p.n + p.row0 + jb] = rows[2u * i + 1u][c] * s1[c] * p.unshift;
+            }
+        }
+    }
+}
+
+// The columns' scales of invocation lid of workgroup wid (`scale`, zero past the matrix):
+// columns 4tn … and 64 + 4tn … of the tile.
+fn wide_scales(lid: u32, wid: vec3<u32>) -> array<vec4<f32>, 2> {
+    let j0 = wid.x * WM + 4u * (lid % 16u);
+    var s: array<vec4<f32>, 2>;
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        let ja = j0 + c;
+        let jb = j0 + 64u + c;
+        s[0][c] = select(0.0, scale_at(p.row0 + ja), ja < p.rows_w);
+        s[1][c] = select(0.0, scale_at(p.row0 + jb), jb < p.rows_w);
+    }
+    return s;
+}
+
+// The tile, its columns times `s` (wide_scales', or ones).
+fn gemm_wide_out(lid: u32, wid: vec3<u32>, s: array<vec4<f32>, 2>) {
+    let m0 = wid.y * WM;
+    let n0 = wid.x * WM;
+    let tm = lid / 16u;
+    let tn = lid % 16u;
+    let z = vec4<f32>(0.0);
+    var top = Rows4(z, z, z, z, z, z, z, z);
+    var bottom = top;
+    for (var k0 = 0u; k0 < p.k; k0 = k0 + BK) {
+        stage_wide(lid, m0, n0, k0);
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk = kk + 1u) {
+            let a0 = xw[kk * (WM / 4u) + tm];
+            let a1 = xw[kk * (WM / 4u) + 16u + tm];
+            let b0 = ww[kk * (WM / 4u) + tn];
+            let b1 = ww[kk * (WM / 4u) + 16u + tn];
+            top = add_rows(top, a0, b0, b1);
+            bottom = add_rows(bottom, a1, b0, b1);
+        }
+        workgroupBarrier();
+    }
+    let j0 = n0 + 4u * tn;
+    store_rows(top, m0 + 4u * tm, j0, s[0], s[1]);
+    store_rows(bottom, m0 + 64u + 4u * tm, j0, s[0], s[1]);
+}
+
+@compute @workgroup_size(256)
+fn gemm_wide(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_wide_out(lid, wid, array<vec4<f32>, 2>(vec4<f32>(1.0), vec4<f32>(1.0)));
+}
+
+@compute @workgroup_size(256)
+fn gemm_wide_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    gemm_wide_out(lid, wid, wide_scales(lid, wid));
+}

@@ -228,13 +228,18 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let dt = dtype_index(w.dtype);
     // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
     // 4–6 (the residual's; x and a stand-in where it is not formed).
+    // The plain GEMM's kernels, [plain, scaled], and their tiles' side.
+    let (plain, tile) = match kernels.gemm_wide {
+        Some(wide) => (wide[dt], 128),
+        None => ([kernels.gemm[dt], kernels.gemm_scaled[dt]], 64),
+    };
     let (gemm, gemv, third) = match input {
-        Input::Plain => (kernels.gemm[dt], kernels.gemv[dt], x),
-        Input::Scaled(s) => (kernels.gemm_scaled[dt], kernels.gemv_scaled[dt], s),
-        Input::Swiglu(s) => (kernels.gemm[dt], kernels.gemv_swiglu[dt], s),
+        Input::Plain => (plain[0], kernels.gemv[dt], x),
+        Input::Scaled(s) => (plain[1], kernels.gemv_scaled[dt], s),
+        Input::Swiglu(s) => (plain[0], kernels.gemv_swiglu[dt], s),
         // One row (`fuses`): the second kernel is never taken.
-        Input::Residual { .. } => (kernels.gemm[dt], [kernels.gemv_residual[dt][0]; 2], x),
-        Input::Combine { .. } => (kernels.gemm[dt], [kernels.gemv_combine[dt]; 2], x),
+        Input::Residual { .. } => (plain[0], [kernels.gemv_residual[dt][0]; 2], x),
+        Input::Combine { .. } => (plain[0], [kernels.gemv_combine[dt]; 2], x),
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
@@ -266,7 +271,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             if matches!(input, Input::Plain) {
                 binds.truncate(3);
             }
-            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
+            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, tile), groups_for(rows, tile), 1]);
             continue;
         }
         binds.extend(res.iter().cloned());
