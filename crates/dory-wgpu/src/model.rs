@@ -115,9 +115,9 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
     Ok(Matrix { dtype: Stored::Float(dtype), tiled, coop, n, k, g8, shift, parts })
 }
 
-/// Weights of a row of a q8_0 matrix on the device: a block's four groups' scales and its
-/// values (dtype.wgsl reads them so).
-pub const Q8_BLOCK: usize = 4 * Q8_0_GROUP;
+/// Weights of a block of a q8_0 row on the device: four groups, their scales first
+/// (dtype.wgsl reads them so).
+const Q8_BLOCK: usize = 4 * Q8_0_GROUP;
 
 /// One q8_0 tensor as stored: `[n, k]` int8 values (as bytes) and their scales `[n, k / 32]`.
 pub struct Q8Rows<'a> {
