@@ -335,9 +335,6 @@ impl Options {
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
         };
-        let numbers = |name: &str| -> Option<Vec<u32>> {
-            std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
             Some(&[rw, unroll, x]) => o.gemv1 = Gemv1 { rw, unroll, xs: x.min(xs) },
@@ -362,24 +359,30 @@ impl Options {
         // Slices of 4, 2 or 1 (their workgroup memory is a tile of zeros whatever their count:
         // their sums meet in a buffer).
         o.coop_slicing.most = [4, 2, 1].into_iter().find(|&n| n <= o.coop_slicing.most.max(1)).unwrap_or(1);
-        if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
-            o.attend_per = (per as usize).max(1);
-        }
-        if let Some(&[per]) = numbers("DORY_WGPU_BLOCK_PER").as_deref() {
-            o.block_per = (per as usize).max(1);
-        }
-        if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
-            o.block_groups = (groups as usize).max(1);
-        }
-        if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
-            o.attend_lanes = lanes;
-        }
-        if let Some(&[wg @ (256 | 512 | 1024)]) = numbers("DORY_WGPU_ATTEND_WG").as_deref() {
-            o.attend_wg = wg;
-        }
-        o.fit_attend(u32::MAX, workgroup_bytes);
+        o.attention_from_env(workgroup_bytes);
         o.fusion_from_env();
         o
+    }
+
+    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS, _ATTEND_LANES and _ATTEND_WG (`new`),
+    /// attend.wgsl's workgroup fitted to `workgroup_bytes`.
+    fn attention_from_env(&mut self, workgroup_bytes: u32) {
+        if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
+            self.attend_per = (per as usize).max(1);
+        }
+        if let Some(&[per]) = numbers("DORY_WGPU_BLOCK_PER").as_deref() {
+            self.block_per = (per as usize).max(1);
+        }
+        if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
+            self.block_groups = (groups as usize).max(1);
+        }
+        if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
+            self.attend_lanes = lanes;
+        }
+        if let Some(&[wg @ (256 | 512 | 1024)]) = numbers("DORY_WGPU_ATTEND_WG").as_deref() {
+            self.attend_wg = wg;
+        }
+        self.fit_attend(u32::MAX, workgroup_bytes);
     }
 
     /// DORY_WGPU_FUSE and DORY_WGPU_COMBINE_BYTES (`new`).
@@ -432,6 +435,11 @@ impl Options {
     pub fn xs_most(workgroup_bytes: u32) -> u32 {
         2048.min(workgroup_bytes.saturating_sub(1024) / 16)
     }
+}
+
+/// The comma-separated numbers of the environment variable `name`, where it is set.
+fn numbers(name: &str) -> Option<Vec<u32>> {
+    std::env::var(name).ok().map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
 }
 
 /// Bytes of workgroup memory the tensor-core GEMM takes for a tile of WM × WN subgroups
@@ -630,6 +638,24 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     Coop { split, split_swiglu, split_combine, residual_split, gemm, sliced }
 }
 
+/// The one-row kernels, [dtype][prologue: none, residual, SwiGLU] and scaled, of shape `g`.
+fn plan_gemv1(b: &mut Planner, g: Gemv1) -> ([[KernelId; 3]; DTYPES], [KernelId; DTYPES]) {
+    let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
+    let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
+    let names = ["gemv1", "gemv1_residual", "gemv1_swiglu"];
+    let gemv1 = DTYPE_CONSTANTS.map(|dt| {
+        let mut k = [KernelId(0); 3];
+        for (pro, name) in names.into_iter().enumerate() {
+            k[pro] = b.add_as("gemv1", "gemv1", name, &gemv1_c(dt, pro as f64));
+        }
+        k
+    });
+    let scaled = DTYPE_CONSTANTS.map(|dt| {
+        b.add_as("gemv1", "gemv1", "gemv1_scaled", &[gemv1_c(dt, 0.0).as_slice(), &[("SCALED", 1.0)]].concat())
+    });
+    (gemv1, scaled)
+}
+
 impl Kernels {
     /// Every pipeline these options call for, unbuilt (the shader test translates them).
     pub fn plan(options: Options) -> Kernels {
@@ -653,20 +679,7 @@ impl Kernels {
         });
         let gemv_combine =
             DTYPE_CONSTANTS.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-        let g = options.gemv1;
-        let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
-        let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
-        let names = ["gemv1", "gemv1_residual", "gemv1_swiglu"];
-        let gemv1 = DTYPE_CONSTANTS.map(|dt| {
-            let mut k = [KernelId(0); 3];
-            for (pro, name) in names.into_iter().enumerate() {
-                k[pro] = b.add_as("gemv1", "gemv1", name, &gemv1_c(dt, pro as f64));
-            }
-            k
-        });
-        let gemv1_scaled = DTYPE_CONSTANTS.map(|dt| {
-            b.add_as("gemv1", "gemv1", "gemv1_scaled", &[gemv1_c(dt, 0.0).as_slice(), &[("SCALED", 1.0)]].concat())
-        });
+        let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1);
         let gemm = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
         let gemm_wide = options.gemm_wide.then(|| {
