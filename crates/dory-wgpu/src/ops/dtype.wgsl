@@ -4,7 +4,7 @@
 // in f16 and bf16, two in f32 and half of one in q8_0.
 //
 // q8_0 (docs/SEMANTICS.md) is held in blocks of 128 weights of a row, 9 words each
-// (model.rs's `q8_blocks`): the f32 scales of its four groups of 32, then its 128 int8
+// (model.rs's `upload_q8`): the f32 scales of its four groups of 32, then its 128 int8
 // values. A weight is its int8 times its group's scale, exactly (an f16 times an int8 fits
 // f32), as the CPU reads it.
 
@@ -63,9 +63,10 @@ fn load1(e: u32) -> f32 {
     return pair16(u)[e % 2u];
 }
 
-// Where weights 8g … 8g + 7 of row j are, as load8 indexes them (16-byte words, or in
-// q8_0 pieces of 8 bytes): rows of g8 one after another, or, `tiled` (model.rs's `Matrix::tiled`), in
-// 16 × 16 tiles of 32 words, band by band of 16 rows, each row of a tile 2 words.
+// Where weights 8g … 8g + 7 of row j are, as load8 indexes them (16-byte words, or
+// q8_0's pieces of 8 bytes): rows of g8 one after another, or, `tiled` (model.rs's
+// `Matrix::tiled`), in 16 × 16 tiles of 32 words, band by band of 16 rows, each row of a
+// tile 2 words.
 fn piece(j: u32, g: u32, g8: u32, tiled: bool) -> u32 {
     if (!tiled) {
         return j * g8 + g;
