@@ -12,15 +12,27 @@ const BK: u32 = 16u;
 var<workgroup> xt: array<vec4<f32>, 256>;
 var<workgroup> wt: array<vec4<f32>, 256>;
 
+// x[xr0 + m, i … i + 3], zero past the rows or k.
+fn x4(m: u32, i: u32) -> vec4<f32> {
+    if (m < p.rows && i < p.k) {
+        return x[(p.xr0 + m) * (p.k / 4u) + i / 4u];
+    }
+    return vec4<f32>(0.0);
+}
+
+// Weights 8g … 8g + 7 of row n of W, zero past the rows or the row.
+fn w8(n: u32, g: u32) -> W8 {
+    if (n < p.rows_w && g < p.g8) {
+        return load8(piece(n, g, p.g8, p.tiled != 0u));
+    }
+    return W8(vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
 fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
     // x: 64 rows × 16 values, one 4-value piece per invocation.
     let m = lid / 4u;
     let kq = lid % 4u;
-    let i = k0 + 4u * kq;
-    var v = vec4<f32>(0.0);
-    if (m0 + m < p.rows && i < p.k) {
-        v = x[(p.xr0 + m0 + m) * (p.k / 4u) + i / 4u];
-    }
+    let v = x4(m0 + m, k0 + 4u * kq);
     for (var c = 0u; c < 4u; c = c + 1u) {
         xt[(4u * kq + c) * (BM / 4u) + m / 4u][m % 4u] = v[c];
     }
@@ -28,11 +40,7 @@ fn stage(lid: u32, m0: u32, n0: u32, k0: u32) {
     if (lid < 128u) {
         let n = lid / 2u;
         let half = lid % 2u;
-        let g = k0 / 8u + half;
-        var u = W8(vec4<f32>(0.0), vec4<f32>(0.0));
-        if (n0 + n < p.rows_w && g < p.g8) {
-            u = load8(piece(n0 + n, g, p.g8, p.tiled != 0u));
-        }
+        let u = w8(n0 + n, k0 / 8u + half);
         for (var c = 0u; c < 4u; c = c + 1u) {
             wt[(8u * half + c) * (BN / 4u) + n / 4u][n % 4u] = u.lo[c];
             wt[(8u * half + 4u + c) * (BN / 4u) + n / 4u][n % 4u] = u.hi[c];
@@ -109,11 +117,7 @@ fn stage_wide(lid: u32, m0: u32, n0: u32, k0: u32) {
     for (var t = 0u; t < 2u; t = t + 1u) {
         let m = lid / 4u + 64u * t;
         let kq = lid % 4u;
-        let i = k0 + 4u * kq;
-        var v = vec4<f32>(0.0);
-        if (m0 + m < p.rows && i < p.k) {
-            v = x[(p.xr0 + m0 + m) * (p.k / 4u) + i / 4u];
-        }
+        let v = x4(m0 + m, k0 + 4u * kq);
         for (var c = 0u; c < 4u; c = c + 1u) {
             xw[(4u * kq + c) * (WM / 4u) + m / 4u][m % 4u] = v[c];
         }
@@ -121,11 +125,7 @@ fn stage_wide(lid: u32, m0: u32, n0: u32, k0: u32) {
     // W: 128 rows × 16 weights, 8 per invocation.
     let n = lid / 2u;
     let half = lid % 2u;
-    let g = k0 / 8u + half;
-    var u = W8(vec4<f32>(0.0), vec4<f32>(0.0));
-    if (n0 + n < p.rows_w && g < p.g8) {
-        u = load8(piece(n0 + n, g, p.g8, p.tiled != 0u));
-    }
+    let u = w8(n0 + n, k0 / 8u + half);
     for (var c = 0u; c < 4u; c = c + 1u) {
         ww[(8u * half + c) * (WM / 4u) + n / 4u][n % 4u] = u.lo[c];
         ww[(8u * half + 4u + c) * (WM / 4u) + n / 4u][n % 4u] = u.hi[c];
