@@ -260,6 +260,10 @@ pub struct Options {
     /// The plain GEMM in tiles of 128 × 128, 8 × 8 an invocation (`gemm_wide`), where it
     /// takes a product (no tensor cores, or q8_0): DORY_WGPU_GEMM_WIDE=1.
     pub gemm_wide: bool,
+    /// The kernels of q8_0 weights (DTYPE 3), built only where a q8_0 model is loaded
+    /// (`GpuModel::new` asks for them): 17 pipelines that every other device would compile
+    /// for nothing at start (0.85 s of lavapipe's 2.6).
+    pub q8: bool,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
@@ -327,6 +331,7 @@ impl Options {
             attend_lanes: 4,
             attend_wg: 256,
             gemm_wide: std::env::var("DORY_WGPU_GEMM_WIDE").is_ok_and(|v| v == "1"),
+            q8: false,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
@@ -596,6 +601,18 @@ pub fn dtype_index(s: Stored) -> usize {
 const DTYPES: usize = 4;
 const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
 
+/// `add`'s kernel for each dtype: q8_0's only with `q8` (`Options::q8`), its slot otherwise
+/// holding f32's, which no matrix reaches (`upload_q8` refuses a device without q8_0's).
+fn per_dtype<T: Copy>(q8: bool, mut add: impl FnMut(f64) -> T) -> [T; DTYPES] {
+    let mut all = [add(DTYPE_CONSTANTS[0]); DTYPES];
+    for (slot, &dt) in all.iter_mut().zip(&DTYPE_CONSTANTS).skip(1) {
+        if dt != 3.0 || q8 {
+            *slot = add(dt);
+        }
+    }
+    all
+}
+
 #[derive(Default)]
 struct Planner {
     specs: Vec<Spec>,
@@ -639,18 +656,18 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
 }
 
 /// The one-row kernels, [dtype][prologue: none, residual, SwiGLU] and scaled, of shape `g`.
-fn plan_gemv1(b: &mut Planner, g: Gemv1) -> ([[KernelId; 3]; DTYPES], [KernelId; DTYPES]) {
+fn plan_gemv1(b: &mut Planner, g: Gemv1, q8: bool) -> ([[KernelId; 3]; DTYPES], [KernelId; DTYPES]) {
     let shape = [("RW", f64::from(g.rw)), ("UNROLL", f64::from(g.unroll)), ("XS", f64::from(g.xs))];
     let gemv1_c = |dt: f64, pro: f64| [[("DTYPE", dt), ("PRO", pro)].as_slice(), &shape].concat();
     let names = ["gemv1", "gemv1_residual", "gemv1_swiglu"];
-    let gemv1 = DTYPE_CONSTANTS.map(|dt| {
+    let gemv1 = per_dtype(q8, |dt| {
         let mut k = [KernelId(0); 3];
         for (pro, name) in names.into_iter().enumerate() {
             k[pro] = b.add_as("gemv1", "gemv1", name, &gemv1_c(dt, pro as f64));
         }
         k
     });
-    let scaled = DTYPE_CONSTANTS.map(|dt| {
+    let scaled = per_dtype(q8, |dt| {
         b.add_as("gemv1", "gemv1", "gemv1_scaled", &[gemv1_c(dt, 0.0).as_slice(), &[("SCALED", 1.0)]].concat())
     });
     (gemv1, scaled)
@@ -660,33 +677,35 @@ impl Kernels {
     /// Every pipeline these options call for, unbuilt (the shader test translates them).
     pub fn plan(options: Options) -> Kernels {
         let mut b = Planner::default();
-        let mut gemv = [[KernelId(0); 2]; DTYPES];
-        let mut gemv_scaled = [[KernelId(0); 2]; DTYPES];
-        let mut gemv_swiglu = [[KernelId(0); 2]; DTYPES];
-        for (i, &dt) in DTYPE_CONSTANTS.iter().enumerate() {
-            for (j, xrows) in [1.0, 4.0].into_iter().enumerate() {
+        let q8 = options.q8;
+        // [1 row, 4 rows] of gemv, gemv_scaled and gemv_swiglu.
+        let rows = per_dtype(q8, |dt| {
+            [1.0, 4.0].map(|xrows| {
                 let c = [("DTYPE", dt), ("XROWS", xrows)];
-                gemv[i][j] = b.add("gemv", "gemv", &c);
-                gemv_scaled[i][j] = b.add("gemv", "gemv_scaled", &c);
-                gemv_swiglu[i][j] =
-                    b.add_as("gemv", "gemv", "gemv_swiglu", &[c.as_slice(), &[("SWIGLU", 1.0)]].concat());
-            }
-        }
-        let gemv_glu = DTYPE_CONSTANTS.map(|dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
-        let gemv_residual = DTYPE_CONSTANTS.map(|dt| {
+                let swiglu = [c.as_slice(), &[("SWIGLU", 1.0)]].concat();
+                [
+                    b.add("gemv", "gemv", &c),
+                    b.add("gemv", "gemv_scaled", &c),
+                    b.add_as("gemv", "gemv", "gemv_swiglu", &swiglu),
+                ]
+            })
+        });
+        let [gemv, gemv_scaled, gemv_swiglu] = [0, 1, 2].map(|v| rows.map(|r| r.map(|x| x[v])));
+        let gemv_glu = per_dtype(q8, |dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
+        let gemv_residual = per_dtype(q8, |dt| {
             let c = [("DTYPE", dt), ("RES", 1.0)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
         let gemv_combine =
-            DTYPE_CONSTANTS.map(|dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-        let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1);
-        let gemm = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
-        let gemm_scaled = DTYPE_CONSTANTS.map(|dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
-        let gemm_wide = options.gemm_wide.then(|| {
-            DTYPE_CONSTANTS.map(|dt| ["gemm_wide", "gemm_wide_scaled"].map(|e| b.add("gemm", e, &[("DTYPE", dt)])))
-        });
+            per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
+        let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1, q8);
+        let gemm = per_dtype(q8, |dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
+        let gemm_scaled = per_dtype(q8, |dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
+        let gemm_wide = options
+            .gemm_wide
+            .then(|| per_dtype(q8, |dt| ["gemm_wide", "gemm_wide_scaled"].map(|e| b.add("gemm", e, &[("DTYPE", dt)]))));
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
-        let embed = DTYPE_CONSTANTS.map(|dt| b.add("embed", "embed", &[("DTYPE", dt)]));
+        let embed = per_dtype(q8, |dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPE_CONSTANTS[0])]);
         Kernels {
             options,

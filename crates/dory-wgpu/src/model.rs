@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::device::GpuDevice;
 use crate::error::gpu_err;
+use crate::kernels::Options;
 use crate::record::Store;
 
 /// Rows row0 … row0 + rows − 1 of a matrix.
@@ -131,6 +132,9 @@ pub struct Q8Rows<'a> {
 /// of a row: the block's four scales as f32, then its int8 values, 144 bytes in all; a
 /// row's last block is filled with zeros (values and scales).
 pub fn upload_q8(dev: &GpuDevice, name: &str, tensors: &[Q8Rows]) -> dory::Result<Matrix> {
+    if !dev.kernels.options.q8 {
+        return Err(gpu_err(format!("{name}: q8_0 weights on a device built without their kernels (Options::q8)")));
+    }
     let k = tensors[0].k;
     let n: usize = tensors.iter().map(|t| t.n).sum();
     let (groups, blocks) = (k / Q8_0_GROUP, k.div_ceil(Q8_BLOCK));
@@ -267,7 +271,15 @@ fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc
 }
 
 impl GpuModel {
+    /// The model's weights on `dev`, or, for a q8_0 model on a device built without its
+    /// kernels, on the same device with them built too.
     pub fn new(dev: Arc<GpuDevice>, config: &Config, w: &Weights) -> dory::Result<Arc<GpuModel>> {
+        let options = dev.kernels.options;
+        let dev = if config.quantization.is_some() && !options.q8 {
+            Arc::new(dev.with_options(Options { q8: true, ..options })?)
+        } else {
+            dev
+        };
         let d = &*dev;
         // A matrix of the stacked tensors `parts`, as stored (q8_0 in a quantized model).
         let matrix = |name: &str, parts: &[String], projection: bool| {

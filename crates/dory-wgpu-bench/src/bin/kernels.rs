@@ -131,7 +131,7 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         ("down", (d, f), Prologue::Swiglu),
         ("head", (c.vocab_size, d), Prologue::None),
     ];
-    let base = Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes);
+    let base = Options { q8: true, ..Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes) };
     let variants = if quick { vec![base] } else { kernel_shapes(base, dev.caps.workgroup_bytes) };
     let mut weights = vec![];
     for dtype in dtypes()? {
@@ -191,6 +191,8 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
 
 fn run() -> Result<(), String> {
     let dev = GpuDevice::open_timed(Pick::Any).map_err(err)?;
+    // With q8_0's kernels, which its matrices need.
+    let dev = Arc::new(dev.with_options(Options { q8: true, ..dev.kernels.options }).map_err(err)?);
     eprintln!("{}", dev.describe());
     let Some(c) = floors(&dev)? else { return Ok(()) };
     let table = projections(&dev, &c)?;

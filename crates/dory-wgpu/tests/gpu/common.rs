@@ -27,6 +27,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 return vec![];
             }
         };
+        // With q8_0's kernels, which a model's upload would otherwise build again for each
+        // q8_0 model (the CLI's test takes that way).
+        let first =
+            Arc::new(first.with_options(Options { q8: true, ..first.kernels.options }).expect("q8_0's kernels"));
         eprintln!("GPU tests on {}", first.describe());
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
@@ -40,8 +44,16 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
             let coop_slicing = Slicing { most: 1, ..o.coop_slicing };
             let (bf16_as_f16, fuse_split) = (!o.bf16_as_f16, false);
-            let options =
-                Options { gemv1, fuse_residual: true, bf16_as_f16, coop_slicing, fuse_split, gemm_wide: true, ..o };
+            let options = Options {
+                gemv1,
+                fuse_residual: true,
+                bf16_as_f16,
+                coop_slicing,
+                fuse_split,
+                gemm_wide: true,
+                q8: true,
+                ..o
+            };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
             // with a prompt's attention on the tensor cores where the defaults leave it off,

@@ -352,3 +352,18 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
         }
     }
 }
+
+/// q8_0's kernels are built only where a q8_0 model goes: its upload onto a device without
+/// them builds them, and a q8_0 matrix alone is refused there.
+#[test]
+fn q8_0_kernels_are_built_where_a_q8_0_model_goes() {
+    let Some(dev) = devices().first() else { return };
+    let bare = std::sync::Arc::new(dev.with_options(Options { q8: false, ..dev.kernels.options }).expect("rebuilt"));
+    let c = config(96, 1, 8, 160, &["sliding"], 1, 4);
+    let (_dir, model) = random_model_as(&c, 7, Stored::I8);
+    let gm = GpuModel::new(bare.clone(), &model.config, &model.weights).expect("upload");
+    assert!(gm.dev.kernels.options.q8 && !bare.kernels.options.q8);
+    let rows = [dory_wgpu::hooks::Q8Rows { n: 1, k: 32, values: &[1; 32], scales: vec![0.5] }];
+    let refused = dory_wgpu::hooks::upload_q8(&bare, "q", &rows).err().expect("refused");
+    assert!(refused.to_string().contains("without their kernels"), "{refused}");
+}
