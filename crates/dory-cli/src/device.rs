@@ -46,9 +46,9 @@ impl Device {
     pub fn open(choice: Choice, model: &Model) -> dory::Result<Device> {
         let gpu = match choice {
             Choice::Cpu => None,
-            Choice::Wgpu => Some(GpuDevice::open(Pick::Any)?),
+            Choice::Wgpu => Some(GpuDevice::open_for(Pick::Any, &model.config)?),
             Choice::Auto => match dory_wgpu::choose(Pick::Hardware) {
-                Some(adapter) => Some(Arc::new(GpuDevice::from_adapter(adapter, None)?)),
+                Some(adapter) => Some(Arc::new(GpuDevice::from_adapter_for(adapter, &model.config)?)),
                 None => None,
             },
         };

@@ -98,17 +98,33 @@ impl GpuDevice {
         GpuDevice::from_adapter(chosen(pick)?, reduce).map(Arc::new)
     }
 
+    /// `open` for a model of `config`: a q8_0 model's kernels built at once, not rebuilt
+    /// by `GpuModel::new` (which doubled a q8_0 model's start).
+    pub fn open_for(pick: Pick, config: &dory::Config) -> dory::Result<Arc<GpuDevice>> {
+        GpuDevice::from_adapter_for(chosen(pick)?, config).map(Arc::new)
+    }
+
+    /// `from_adapter` for a model of `config` (`open_for`).
+    pub fn from_adapter_for(adapter: wgpu::Adapter, config: &dory::Config) -> dory::Result<GpuDevice> {
+        GpuDevice::from_adapter_with(adapter, None, false, config.quantization.is_some())
+    }
+
     /// `open` with timestamps at the start and end of passes, which benchmarks time
     /// kernels by (`Recorder::timed`).
     pub fn open_timed(pick: Pick) -> dory::Result<Arc<GpuDevice>> {
-        GpuDevice::from_adapter_with(chosen(pick)?, None, true).map(Arc::new)
+        GpuDevice::from_adapter_with(chosen(pick)?, None, true, false).map(Arc::new)
     }
 
     pub fn from_adapter(adapter: wgpu::Adapter, reduce: Option<Reduce>) -> dory::Result<GpuDevice> {
-        GpuDevice::from_adapter_with(adapter, reduce, false)
+        GpuDevice::from_adapter_with(adapter, reduce, false, false)
     }
 
-    fn from_adapter_with(adapter: wgpu::Adapter, reduce: Option<Reduce>, timed: bool) -> dory::Result<GpuDevice> {
+    fn from_adapter_with(
+        adapter: wgpu::Adapter,
+        reduce: Option<Reduce>,
+        timed: bool,
+        q8: bool,
+    ) -> dory::Result<GpuDevice> {
         usable(&adapter)?;
         let (info, features, limits) = (adapter.get_info(), adapter.features(), adapter.limits());
         let subgroups = features.contains(wgpu::Features::SUBGROUP);
@@ -159,7 +175,7 @@ impl GpuDevice {
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
         let invocations = limits.max_compute_invocations_per_workgroup;
-        let mut options = Options::new(reduce, coop, workgroup_bytes);
+        let mut options = Options { q8, ..Options::new(reduce, coop, workgroup_bytes) };
         options.fit_attend(invocations, workgroup_bytes);
         let kernels = Kernels::new(&device, options)?;
         let caps = Caps {

@@ -5,7 +5,7 @@ use dory::testing::rand_vec;
 use dory::weights::{DType, Stored};
 use dory::Model;
 use dory_wgpu::kernels::Options;
-use dory_wgpu::{GpuDevice, GpuModel, Wgpu};
+use dory_wgpu::{GpuDevice, GpuModel, Pick, Wgpu};
 
 use crate::common::{backends, check, config, devices, random_model, random_model_as, Io};
 
@@ -366,4 +366,9 @@ fn q8_0_kernels_are_built_where_a_q8_0_model_goes() {
     let rows = [dory_wgpu::hooks::Q8Rows { n: 1, k: 32, values: &[1; 32], scales: vec![0.5] }];
     let refused = dory_wgpu::hooks::upload_q8(&bare, "q", &rows).err().expect("refused");
     assert!(refused.to_string().contains("without their kernels"), "{refused}");
+    // A device opened for the model builds them at once (the CLI's way): no rebuild.
+    let adapter = dory_wgpu::choose(Pick::Any).expect("the adapter the tests run on");
+    let opened = std::sync::Arc::new(GpuDevice::from_adapter_for(adapter, &model.config).expect("opened"));
+    let gm = GpuModel::new(opened.clone(), &model.config, &model.weights).expect("upload");
+    assert!(opened.kernels.options.q8 && std::sync::Arc::ptr_eq(&gm.dev, &opened));
 }
