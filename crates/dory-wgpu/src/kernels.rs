@@ -102,6 +102,7 @@ pub const MODULES: &[Module] = &[
         )
     },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[]) },
+    module("q8_tiles", include_str!("ops/q8_tiles.wgsl"), matmul::Q8TileParams::FIELDS, &[Lib::Dtype]),
     module("embed", include_str!("ops/embed.wgsl"), embed::Params::FIELDS, &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), mix::Params::FIELDS, &[Lib::Ngpt, Lib::InPlace]),
     module(
@@ -257,13 +258,16 @@ pub struct Options {
     /// `attend_wg / attend_lanes` keys take a decoded row's short span in fewer chunks
     /// (`attend_tile`).
     pub attend_wg: u32,
-    /// The plain GEMM in tiles of 128 × 128, 8 × 8 an invocation (`gemm_wide`), where it
-    /// takes a product (no tensor cores, or q8_0): DORY_WGPU_GEMM_WIDE=1.
-    pub gemm_wide: bool,
     /// The kernels of q8_0 weights (DTYPE 3), built only where a q8_0 model is loaded
     /// (`GpuModel::new` asks for them): 17 pipelines that every other device would compile
     /// for nothing at start (0.85 s of lavapipe's 2.6).
     pub q8: bool,
+    /// A q8_0 prompt on the tensor cores, through an f16 copy of its weights (hi + lo, a
+    /// slice of rows at a time: `q8_tiles`), where the device has them; else the plain
+    /// GEMM.
+    pub q8_coop: bool,
+    /// The most bytes of such a copy (its rows in blocks of 64; the tests take one block).
+    pub q8_copy_bytes: usize,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
@@ -289,7 +293,7 @@ impl Options {
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
-    /// measure its worth), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
+    /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
     /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
@@ -297,7 +301,6 @@ impl Options {
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_WG=256|512|1024 (its workgroup; less where its memory would not fit),
-    /// DORY_WGPU_GEMM_WIDE=1 (the plain GEMM in tiles of 128),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -330,8 +333,9 @@ impl Options {
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
             attend_wg: 256,
-            gemm_wide: std::env::var("DORY_WGPU_GEMM_WIDE").is_ok_and(|v| v == "1"),
             q8: false,
+            q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
+            q8_copy_bytes: 64 << 20,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
             // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
             // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
@@ -562,10 +566,11 @@ pub struct Kernels {
     pub gemv1_scaled: [KernelId; DTYPES],
     pub gemm: [KernelId; DTYPES],
     pub gemm_scaled: [KernelId; DTYPES],
-    /// [dtype][plain, scaled] in wide tiles (`Options::gemm_wide`).
-    pub gemm_wide: Option<[[KernelId; 2]; DTYPES]>,
     /// Where the device has tensor cores.
     pub gemm_coop: Option<Coop>,
+    /// A slice of a q8_0 matrix copied in f16 for them (with `Options::q8`: built wherever
+    /// q8_0's kernels are, so that the tests check it on every adapter).
+    pub q8_tiles: Option<KernelId>,
     pub embed: [KernelId; DTYPES],
     pub greedy: KernelId,
     pub exit_test: KernelId,
@@ -701,9 +706,6 @@ impl Kernels {
         let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1, q8);
         let gemm = per_dtype(q8, |dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = per_dtype(q8, |dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
-        let gemm_wide = options
-            .gemm_wide
-            .then(|| per_dtype(q8, |dt| ["gemm_wide", "gemm_wide_scaled"].map(|e| b.add("gemm", e, &[("DTYPE", dt)]))));
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
         let embed = per_dtype(q8, |dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPE_CONSTANTS[0])]);
@@ -719,8 +721,8 @@ impl Kernels {
             gemv1_scaled,
             gemm,
             gemm_scaled,
-            gemm_wide,
             gemm_coop,
+            q8_tiles: q8.then(|| b.add("q8_tiles", "q8_tiles", &[("DTYPE", DTYPE_CONSTANTS[3])])),
             embed,
             greedy,
             exit_test: b.add("exit", "exit_test", &[]),

@@ -41,7 +41,8 @@ pub struct Matrix {
     /// weights one after another; the last band of each part is filled with rows of zeros,
     /// and rows with zeros to a multiple of 16 weights. The other kernels read either order.
     pub tiled: bool,
-    /// Whether the tensor-core GEMM may read it (held in tiles, on a device with tensor cores).
+    /// Whether the tensor-core GEMM may read it (held in tiles, on a device with tensor
+    /// cores; q8_0 through an f16 copy of each slice of rows, `q8_shift`).
     pub coop: bool,
     pub n: usize,
     pub k: usize,
@@ -49,6 +50,9 @@ pub struct Matrix {
     /// The values held are the stored ones times 2^shift (0 but for a bf16 matrix held as
     /// f16).
     pub shift: i32,
+    /// q8_0 on the tensor cores: the f16 copy's values are the weights times 2^q8_shift,
+    /// which puts the largest magnitude in [2¹⁴, 2¹⁵) (matmul.rs's `q8_tiles`).
+    pub q8_shift: i32,
     pub parts: Vec<Part>,
 }
 
@@ -113,7 +117,7 @@ pub fn upload_matrix(dev: &GpuDevice, name: &str, tensors: &[TensorView], projec
         out.resize(out.len() + (width - k) * size, 0);
     };
     let parts = upload_rows(dev, name, n, width * size, tiled, row)?;
-    Ok(Matrix { dtype: Stored::Float(dtype), tiled, coop, n, k, g8, shift, parts })
+    Ok(Matrix { dtype: Stored::Float(dtype), tiled, coop, n, k, g8, shift, q8_shift: 0, parts })
 }
 
 /// Weights of a block of a q8_0 row on the device: four groups, their scales first
@@ -151,7 +155,32 @@ pub fn upload_q8(dev: &GpuDevice, name: &str, tensors: &[Q8Rows]) -> dory::Resul
         }
     };
     let parts = upload_rows(dev, name, n, blocks * (Q8_BLOCK + 16), false, row)?;
-    Ok(Matrix { dtype: Stored::I8, tiled: false, coop: false, n, k, g8: blocks * Q8_BLOCK / 8, shift: 0, parts })
+    let q8_shift = tensors.iter().map(q8_largest).try_fold(0f32, |m, v| Some(m.max(v?))).and_then(f16_shift);
+    let g8 = blocks * Q8_BLOCK / 8;
+    let coop = dev.caps.coop && dev.kernels.options.q8_coop && q8_shift.is_some();
+    Ok(Matrix { dtype: Stored::I8, tiled: false, coop, n, k, g8, shift: 0, q8_shift: q8_shift.unwrap_or(0), parts })
+}
+
+/// The largest magnitude of the weights of `t` (its scales times its values), if finite.
+fn q8_largest(t: &Q8Rows) -> Option<f32> {
+    let groups = t.values.par_chunks(Q8_0_GROUP).zip(&t.scales);
+    let most = groups.map(|(q, s)| {
+        let q = q.iter().map(|&b| (b as i8).unsigned_abs()).max().unwrap_or(0);
+        if s.is_finite() {
+            f32::from(q) * s.abs()
+        } else {
+            f32::INFINITY
+        }
+    });
+    Some(most.reduce(|| 0.0, f32::max)).filter(|m| m.is_finite())
+}
+
+/// The power of two that puts `largest` in [2¹⁴, 2¹⁵), where both are normal f32s (a
+/// largest value far below any weight's, an f32 subnormal, would need a shift past f32's
+/// exponents; zero, none).
+fn f16_shift(largest: f32) -> Option<i32> {
+    let shift = 14 - (((largest.to_bits() >> 23) & 0xff) as i32 - 127);
+    (largest.is_normal() && (-126..=126).contains(&shift)).then_some(shift)
 }
 
 /// Which of the stacked tensors of `rows` rows each holds row `i` of the stack, and its row
@@ -243,12 +272,7 @@ fn held<'a>(tensors: &[TensorView<'a>], as_f16: bool) -> (DType, Vec<Cow<'a, [u8
 fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
     let wide: Vec<Vec<f32>> = tensors.iter().map(|t| t.to_f32()).collect();
     let max = wide.iter().flatten().try_fold(0f32, |m, &v| v.is_finite().then(|| m.max(v.abs())))?;
-    let shift = if max == 0.0 { 0 } else { 14 - (((max.to_bits() >> 23) & 0xff) as i32 - 127) };
-    // A largest value that is an f32 subnormal (far below any weight) would need a shift
-    // past f32's exponents.
-    if !(-126..=126).contains(&shift) {
-        return None;
-    }
+    let shift = if max == 0.0 { 0 } else { f16_shift(max)? };
     let scale = 2f32.powi(shift);
     let convert = |values: &[f32]| {
         let mut out = Vec::with_capacity(2 * values.len());

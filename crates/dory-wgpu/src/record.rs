@@ -134,6 +134,8 @@ pub struct Recorder {
     parts: Option<Arc<Store>>,
     scales: Option<Arc<Store>>,
     join: Option<Arc<Store>>,
+    /// A slice of a q8_0 matrix's rows in f16, for the tensor cores (`q8_copy_buffer`).
+    q8_copy: Option<Arc<Store>>,
     groups: HashMap<GroupKey, Cached>,
     /// The adapter's limit on workgroups along one axis.
     max_groups: u32,
@@ -236,6 +238,7 @@ impl Recorder {
             parts: None,
             scales: None,
             join: None,
+            q8_copy: None,
             none: Store::new(&dev, 16, "unused")?,
             dispatches: 0,
             timed: false,
@@ -331,6 +334,12 @@ impl Recorder {
     /// every such product (each joins its slices before the next writes them again).
     pub fn join_buffer(&mut self, bytes: u64) -> dory::Result<Arc<Store>> {
         scratch(&self.dev, &mut self.join, bytes, "the sliced GEMM's sums of each slice")
+    }
+
+    /// A buffer of at least `bytes` for a slice of a q8_0 matrix copied in f16, shared by
+    /// every such copy (each product reads its copy before the next is written).
+    pub fn q8_copy_buffer(&mut self, bytes: u64) -> dory::Result<Arc<Store>> {
+        scratch(&self.dev, &mut self.q8_copy, bytes, "a q8_0 matrix's rows in f16 for the tensor cores")
     }
 
     pub fn dispatch(&mut self, kernel: KernelId, binds: &[(u32, Bind)], imm: &impl Pod, groups: [u32; 3]) {

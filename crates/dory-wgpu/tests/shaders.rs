@@ -24,7 +24,7 @@ fn validator(reduce: Reduce, coop: bool) -> Validator {
 
 /// The option sets the backend builds its kernels under: either reduction library, with
 /// and without tensor cores, attention's tiles of 64 and 16 keys and its wide workgroups,
-/// the plain GEMM's wide tiles and q8_0's kernels, the kernel shapes the
+/// q8_0's kernels, the kernel shapes the
 /// benchmarks compare, and attention on the tensor cores.
 fn option_sets() -> Vec<Options> {
     let mut all = vec![];
@@ -37,7 +37,7 @@ fn option_sets() -> Vec<Options> {
         for (attend_wg, attend_lanes) in [(512, 4), (1024, 8)] {
             all.push(Options { attend_wg, attend_lanes, ..Options::new(reduce, false, 49152) });
         }
-        all.push(Options { gemm_wide: true, q8: true, ..Options::new(reduce, false, 16384) });
+        all.push(Options { q8: true, ..Options::new(reduce, false, 16384) });
     }
     for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);

@@ -10,9 +10,11 @@
 use std::sync::Arc;
 
 use dory::config::GROUP;
+use dory::weights::Stored;
 
+use crate::error::gpu_err;
 use crate::kernels::{dtype_index, Coop};
-use crate::model::Matrix;
+use crate::model::{Matrix, Part};
 use crate::ops::{residual, row_batches};
 use crate::record::{groups_for, Bind, Recorder, Store};
 
@@ -98,7 +100,8 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
 /// Whether the residual before a projection of `rows` rows of `w` on the tensor cores cuts
 /// x's parts for it (residual.wgsl's `residual_split`: one dispatch fewer).
 pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some()
+    // q8_0's copy of x is two wide ([x | x]), which only split.wgsl writes.
+    rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some() && w.dtype != Stored::I8
 }
 
 /// Widths of x up to which the few-row kernel forms the residual on the way in. Every
@@ -179,7 +182,7 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
-            match slices(rec, w.k, rows, part.rows) {
+            match slices(rec, w.k.next_multiple_of(16), rows, part.rows) {
                 1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
                 n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
@@ -203,14 +206,14 @@ fn coop_kernels(rec: &Recorder, w: &Matrix, rows: usize) -> Option<Coop> {
     rec.dev().kernels.gemm_coop.filter(|_| w.coop && rows > GEMV_ROWS)
 }
 
-/// The slices `gemm_coop` cuts the inputs of a product of `rows` rows and `n` columns into
-/// (blocks of 32 × 64; one block a subgroup unless the tile is 1 × 1).
-fn slices(rec: &Recorder, k: usize, rows: usize, n: usize) -> u32 {
+/// The slices `gemm_coop` cuts the `k16` inputs of a product of `rows` rows and `n` columns
+/// into (blocks of 32 × 64; one block a subgroup unless the tile is 1 × 1).
+fn slices(rec: &Recorder, k16: usize, rows: usize, n: usize) -> u32 {
     let o = rec.dev().kernels.options;
     if o.coop_tile != (1, 1) {
         return 1;
     }
-    o.coop_slicing.slices(rows.div_ceil(32) * n.div_ceil(64), k.next_multiple_of(16))
+    o.coop_slicing.slices(rows.div_ceil(32) * n.div_ceil(64), k16)
 }
 
 /// out[r, ..n] ← x[xr0 + r, ..k] · Wᵀ for r < rows, x formed as `input` says (which
@@ -228,11 +231,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let dt = dtype_index(w.dtype);
     // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
     // 4–6 (the residual's; x and a stand-in where it is not formed).
-    // The plain GEMM's kernels, [plain, scaled], and their tiles' side.
-    let (plain, tile) = match kernels.gemm_wide {
-        Some(wide) => (wide[dt], 128),
-        None => ([kernels.gemm[dt], kernels.gemm_scaled[dt]], 64),
-    };
+    let plain = [kernels.gemm[dt], kernels.gemm_scaled[dt]];
     let (gemm, gemv, third) = match input {
         Input::Plain => (plain[0], kernels.gemv[dt], x),
         Input::Scaled(s) => (plain[1], kernels.gemv_scaled[dt], s),
@@ -271,7 +270,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             if matches!(input, Input::Plain) {
                 binds.truncate(3);
             }
-            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, tile), groups_for(rows, tile), 1]);
+            rec.dispatch(gemm, &binds, &p(0, rows), [groups_for(part.rows, 64), groups_for(rows, 64), 1]);
             continue;
         }
         binds.extend(res.iter().cloned());
@@ -293,9 +292,21 @@ params! {
         xr0: u32, // first row of x
         lo: u32,  // where the lo part starts in xa (halves)
         row0: u32, // first row of this dispatch (grids hold at most 65535 rows)
+        copies: u32, // copies of the row side by side, each k16 wide (2 for q8_0's [hi | lo])
         kv_heads: u32, // COMBINE = 1: the attention's shape and chunks
         d: u32,
         chunks: u32,
+    }
+}
+
+params! {
+    /// q8_tiles.wgsl's parameters.
+    pub struct Q8TileParams {
+        g8: u32,     // pieces of 8 weights in a stored q8_0 row
+        k16: u32,    // the width of the copy's hi half (k rounded up to 16)
+        j0: u32,     // the slice's first row in the part
+        rows_w: u32, // rows of the part
+        scale: f32,  // 2^q8_shift
     }
 }
 
@@ -314,7 +325,9 @@ params! {
 }
 
 /// x's rows cut into f16 parts (`cut`), then the product on the tensor cores, one dispatch
-/// per part of W, times the scale per column for `Input::Scaled`.
+/// per part of W, times the scale per column for `Input::Scaled`. A q8_0 W is copied in
+/// f16 first, a slice of rows at a time, each row [hi | lo] against x cut twice side by
+/// side (`q8_tiles`).
 fn tensor_cores(
     rec: &mut Recorder,
     coop: Coop,
@@ -324,9 +337,9 @@ fn tensor_cores(
     rows: usize,
     input: Input,
 ) {
-    let o = rec.dev().kernels.options;
-    let (wm, wn) = o.coop_tile;
-    let k16 = w.k.next_multiple_of(16);
+    let (wm, _) = rec.dev().kernels.options.coop_tile;
+    let copies = if w.dtype == Stored::I8 { 2 } else { 1 };
+    let k16 = copies * w.k.next_multiple_of(16);
     // Whole tiles of rows, which the GEMM reads.
     let halves = rows.next_multiple_of(32 * wm as usize) * k16;
     let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
@@ -339,48 +352,111 @@ fn tensor_cores(
         _ => None,
     };
     let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
-    cut(rec, coop, w.k, (x, xr0), rows, input, layout);
+    cut(rec, coop, w.k, (x, xr0), rows, input, (layout, copies as u32));
+    let product = Product { coop, n: w.n, k16, parts: &parts, inv: &inv, out, rows, lo, scale };
     for part in &w.parts {
-        let n = slices(rec, w.k, rows, part.rows);
+        if copies == 1 {
+            product.record(rec, &part.store, part.row0, part.rows, w.unshift());
+            continue;
+        }
+        let slice = q8_slice(k16, rec.dev().kernels.options.q8_copy_bytes);
+        for j0 in (0..part.rows).step_by(slice) {
+            let copy = match q8_tiles(rec, w, part, j0, slice) {
+                Ok(c) => c,
+                Err(e) => return rec.fail(e),
+            };
+            let n = slice.min(part.rows - j0);
+            product.record(rec, &copy, part.row0 + j0, n, 2f32.powi(-w.q8_shift));
+        }
+    }
+}
+
+/// Rows of a q8_0 matrix copied at once for the tensor cores, whose copy is `k16` halves
+/// a row: whole blocks of 64 rows, within `bytes` (`Options::q8_copy_bytes`) but one.
+fn q8_slice(k16: usize, bytes: usize) -> usize {
+    (bytes / (2 * k16)).max(64) / 64 * 64
+}
+
+/// Rows j0 … j0 + slice − 1 of `part` of the q8_0 matrix `w` copied in f16 for the tensor
+/// cores (q8_tiles.wgsl): the recorder's scratch, which holds that copy until the next.
+pub fn q8_tiles(rec: &mut Recorder, w: &Matrix, part: &Part, j0: usize, slice: usize) -> dory::Result<Arc<Store>> {
+    let k16 = w.k.next_multiple_of(16);
+    let rows = slice.min(part.rows - j0);
+    let bands = rows.div_ceil(16);
+    let copy = rec.q8_copy_buffer((bands * 16 * 2 * k16 * 2) as u64)?;
+    let kernel = rec.dev().kernels.q8_tiles.ok_or_else(|| gpu_err("q8_0 on the tensor cores without q8_tiles"))?;
+    let p = Q8TileParams {
+        g8: w.g8 as u32,
+        k16: k16 as u32,
+        j0: j0 as u32,
+        rows_w: part.rows as u32,
+        scale: 2f32.powi(w.q8_shift),
+    };
+    let binds = [(0, Bind::Buf(part.store.clone())), (1, Bind::Buf(copy.clone()))];
+    rec.dispatch(kernel, &binds, &p, [groups_for(2 * k16, 256), bands as u32, 1]);
+    Ok(copy)
+}
+
+/// One product on the tensor cores of x's parts, as `tensor_cores` cut them, and W's
+/// parts or copies.
+struct Product<'a> {
+    coop: Coop,
+    n: usize,
+    k16: usize,
+    parts: &'a Arc<Store>,
+    inv: &'a Arc<Store>,
+    out: &'a Arc<Store>,
+    rows: usize,
+    lo: u32,
+    scale: Option<&'a Arc<Store>>,
+}
+
+impl Product<'_> {
+    /// out's columns row0 … row0 + rows_w − 1 from `w` (rows_w rows in tiles), its sums
+    /// times `unshift`.
+    fn record(&self, rec: &mut Recorder, w: &Arc<Store>, row0: usize, rows_w: usize, unshift: f32) {
+        let (wm, wn) = rec.dev().kernels.options.coop_tile;
+        let n = slices(rec, self.k16, self.rows, rows_w);
         let kernels = match n {
-            1 => coop.gemm,
-            n => coop.sliced[usize::from(n == 4)],
+            1 => self.coop.gemm,
+            n => self.coop.sliced[usize::from(n == 4)],
         };
-        let kernel = kernels[usize::from(scale.is_some())];
-        let tile_rows = 32 * wm as usize;
+        let kernel = kernels[usize::from(self.scale.is_some())];
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let mut binds = vec![
-            (0, Bind::Buf(part.store.clone())),
-            (1, Bind::Buf(parts.clone())),
-            (2, Bind::Buf(out.clone())),
-            (3, Bind::Buf(inv.clone())),
-            (4, Bind::Buf(scale.unwrap_or(&inv).clone())),
+            (0, Bind::Buf(w.clone())),
+            (1, Bind::Buf(self.parts.clone())),
+            (2, Bind::Buf(self.out.clone())),
+            (3, Bind::Buf(self.inv.clone())),
+            (4, Bind::Buf(self.scale.unwrap_or(self.inv).clone())),
         ];
         if n > 1 {
             // Each block's slices' sums: 2048 floats a slice.
-            let blocks = part.rows.div_ceil(64) * rows.div_ceil(32);
+            let blocks = rows_w.div_ceil(64) * self.rows.div_ceil(32);
             match rec.join_buffer((blocks * n as usize * 2048 * 4) as u64) {
                 Ok(b) => binds.push((5, Bind::Buf(b))),
                 Err(e) => return rec.fail(e),
             }
         }
         let p = CoopParams {
-            k16: k16 as u32,
-            n: w.n as u32,
-            row0: part.row0 as u32,
-            rows_w: part.rows as u32,
+            k16: self.k16 as u32,
+            n: self.n as u32,
+            row0: row0 as u32,
+            rows_w: rows_w as u32,
             yr0: 0,
-            rows: rows as u32,
-            lo,
-            unshift: w.unshift(),
+            rows: self.rows as u32,
+            lo: self.lo,
+            unshift,
         };
-        rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, 64 * wn as usize), groups_for(rows, tile_rows), 1]);
+        let groups = [groups_for(rows_w, 64 * wn as usize), groups_for(self.rows, 32 * wm as usize), 1];
+        rec.dispatch(kernel, &binds, &p, groups);
     }
 }
 
-/// x's `rows` rows of `k` from xr0 on cut into f16 parts where `layout` says: by the
-/// residual's own kernel for `Input::Residual`, else by split.wgsl, which forms the input
-/// first where it is SwiGLU's or the attention's chunks joined.
+/// x's `rows` rows of `k` from xr0 on cut into f16 parts where `layout` says (`copies` of
+/// each row side by side): by the residual's own kernel for `Input::Residual` (one copy),
+/// else by split.wgsl, which forms the input first where it is SwiGLU's or the attention's
+/// chunks joined.
 fn cut(
     rec: &mut Recorder,
     coop: Coop,
@@ -388,7 +464,7 @@ fn cut(
     (x, xr0): (&Arc<Store>, usize),
     rows: usize,
     input: Input,
-    layout: residual::Parts,
+    (layout, copies): (residual::Parts, u32),
 ) {
     if let Input::Residual { o: attended, alpha, h_next, eps } = input {
         debug_assert!(Arc::ptr_eq(x, h_next) && xr0 == 0, "the residual's split writes h in place");
@@ -407,9 +483,9 @@ fn cut(
         (3, Bind::Buf(third.clone())),
         (4, Bind::Buf(fourth.clone())),
     ];
-    let (k16, lo) = (layout.k16 as u32, layout.lo);
+    let (k16, lo) = (layout.k16 as u32 / copies, layout.lo);
     row_batches(rows, |row0, n| {
-        let p = SplitParams { k: k as u32, k16, xr0: xr0 as u32, lo, row0, kv_heads, d, chunks };
+        let p = SplitParams { k: k as u32, k16, xr0: xr0 as u32, lo, row0, copies, kv_heads, d, chunks };
         rec.dispatch(split, &binds, &p, [n, 1, 1]);
     });
 }

@@ -61,12 +61,15 @@ fn split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     }
     let e = parts_exp(seg_max4(top, lid, WG));
     let s = ldexp(1.0, 13 - e);
-    for (var i = lid; i < p.k16 / 4u; i = i + WG) {
+    // `copies` of the row side by side (q8_0's W is [hi | lo]: q8_tiles.wgsl).
+    let k16 = p.k16 * p.copies;
+    for (var i = lid; i < k16 / 4u; i = i + WG) {
+        let c = i % (p.k16 / 4u);
         var v = vec4<f32>(0.0);
-        if (i < k4) {
-            v = x4(row, i) * s;
+        if (c < k4) {
+            v = x4(row, c) * s;
         }
-        put_parts(r, i, v, p.k16, p.lo);
+        put_parts(r, i, v, k16, p.lo);
     }
     if (lid == 0u) {
         put_inverse(r, e);

@@ -37,23 +37,14 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // The kernels the defaults leave out: the single-row projection, with the
             // residual fused into it, bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
-            // residual's dispatch, the plain GEMM in wide tiles.
+            // residual's dispatch.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
             let coop_slicing = Slicing { most: 1, ..o.coop_slicing };
             let (bf16_as_f16, fuse_split) = (!o.bf16_as_f16, false);
-            let options = Options {
-                gemv1,
-                fuse_residual: true,
-                bf16_as_f16,
-                coop_slicing,
-                fuse_split,
-                gemm_wide: true,
-                q8: true,
-                ..o
-            };
+            let options = Options { gemv1, fuse_residual: true, bf16_as_f16, coop_slicing, fuse_split, q8: true, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
             // with a prompt's attention on the tensor cores where the defaults leave it off,
@@ -61,7 +52,9 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             let o = first.kernels.options;
             let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
             let (attend_wg, attend_per) = (1024, 256);
-            let other = Options { tiles: !o.tiles, attend_coop, attend_wg, attend_per, ..o };
+            // q8_0 prompts copied for the tensor cores in slices of 64 rows.
+            let q8_copy_bytes = 0;
+            let other = Options { tiles: !o.tiles, attend_coop, attend_wg, attend_per, q8_copy_bytes, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");

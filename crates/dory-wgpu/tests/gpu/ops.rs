@@ -372,3 +372,38 @@ fn q8_0_kernels_are_built_where_a_q8_0_model_goes() {
     let gm = GpuModel::new(opened.clone(), &model.config, &model.weights).expect("upload");
     assert!(opened.kernels.options.q8 && std::sync::Arc::ptr_eq(&gm.dev, &opened));
 }
+
+/// q8_tiles.wgsl copies a slice of a q8_0 matrix's rows in f16 where the tensor cores read
+/// it: each weight times 2^q8_shift as hi (its top 11 bits) and lo (the rest), each row
+/// [hi | lo] in 16 × 16 tiles, rows past the part zeros. Bit for bit, on every adapter
+/// (only those with tensor cores multiply the copy, in the projection tests).
+#[test]
+fn q8_0_rows_are_copied_in_f16_where_the_tensor_cores_read_them() {
+    use dory_wgpu::hooks::{q8_tiles, upload_q8, Q8Rows, Recorder};
+    let Some(dev) = devices().first() else { return };
+    let (n, k) = (37, 96);
+    let values: Vec<u8> = rand_vec(n * k, 3).iter().map(|v| (v * 127.0).round() as i8 as u8).collect();
+    // Scales an f16 holds (as the format stores them), spread over three binades.
+    let scales: Vec<f32> =
+        rand_vec(n * k / 32, 4).iter().map(|v| half::f16::from_f32(1e-3 * 2f32.powf(3.0 * v)).to_f32()).collect();
+    let m = upload_q8(dev, "w", &[Q8Rows { n, k, values: &values, scales: scales.clone() }]).expect("upload");
+    let weight = |j: usize, i: usize| f32::from(values[j * k + i] as i8) * scales[(j * k + i) / 32];
+    let largest = (0..n * k).map(|e| weight(e / k, e % k).abs()).fold(0f32, f32::max);
+    let scale = 2f32.powi(m.q8_shift);
+    assert!((16384.0..32768.0).contains(&(largest * scale)), "shift {} for {largest}", m.q8_shift);
+    let mut rec = Recorder::new(dev.clone()).expect("recorder");
+    for (j0, slice) in [(0, 64), (16, 16), (32, 16)] {
+        let copy = q8_tiles(&mut rec, &m, &m.parts[0], j0, slice).expect("copied");
+        let bands = slice.min(n - j0).div_ceil(16);
+        let got = rec.submit(Some((&copy, (bands * 16 * 2 * k * 2) as u64))).expect("read").expect("words");
+        let half = |e: usize| (got[e / 2] >> (16 * (e % 2))) as u16;
+        for (band, r, c) in (0..bands).flat_map(|b| (0..16).flat_map(move |r| (0..2 * k).map(move |c| (b, r, c)))) {
+            let j = j0 + 16 * band + r;
+            let v = if j < n { weight(j, c % k) * scale } else { 0.0 };
+            let hi = f32::from_bits(v.to_bits() & 0xffff_e000);
+            let want = half::f16::from_f32(if c < k { hi } else { v - hi });
+            let at = band * 16 * 2 * k + (c / 16) * 256 + r * 16 + c % 16;
+            assert_eq!(half(at), want.to_bits(), "row {j} input {c} (slice from {j0}): want {want}");
+        }
+    }
+}
