@@ -33,8 +33,6 @@ pub struct Caps {
     /// f16 products accumulated in f32, and subgroups of exactly 32.
     pub coop: bool,
     pub workgroup_bytes: u32,
-    /// The most invocations a workgroup may have.
-    pub invocations: u32,
     /// Storage buffers may be declared `@coherent` (wgpu's MEMORY_DECORATION_COHERENT): no
     /// kernel of the engine is, the benchmarks' probes of a dispatch whose workgroups hand
     /// each other data are (dory-wgpu-bench's `mlp_fused`).
@@ -174,10 +172,7 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let invocations = limits.max_compute_invocations_per_workgroup;
-        let mut options = Options { q8, ..Options::new(reduce, coop, workgroup_bytes) };
-        options.fit_attend(invocations, workgroup_bytes);
-        let kernels = Kernels::new(&device, options)?;
+        let kernels = Kernels::new(&device, Options { q8, ..Options::new(reduce, coop, workgroup_bytes) })?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),
@@ -187,16 +182,14 @@ impl GpuDevice {
             pass_timestamps,
             coop,
             workgroup_bytes,
-            invocations,
             coherent,
         };
         Ok(GpuDevice { device, queue, info, caps, kernels })
     }
 
     /// The same device with its kernels built under other options (benchmarks compare
-    /// kernel shapes this way), attend.wgsl's workgroup fitted to the device.
-    pub fn with_options(&self, mut options: Options) -> dory::Result<GpuDevice> {
-        options.fit_attend(self.caps.invocations, self.caps.workgroup_bytes);
+    /// kernel shapes this way).
+    pub fn with_options(&self, options: Options) -> dory::Result<GpuDevice> {
         let kernels = Kernels::new(&self.device, options)?;
         let caps = Caps { coop: options.coop, ..self.caps.clone() };
         Ok(GpuDevice { device: self.device.clone(), queue: self.queue.clone(), info: self.info.clone(), caps, kernels })
@@ -211,10 +204,7 @@ impl GpuDevice {
         };
         let coop = if self.caps.coop { ", f16 tensor cores" } else { "" };
         let tiles = if self.kernels.options.tiles { ", f16 weights in tiles" } else { "" };
-        let wg = self.kernels.options.attend_wg;
-        let attend = if wg == 256 { String::new() } else { format!(", attention in workgroups of {wg}") };
-        let (name, backend, kind) = (&self.info.name, self.info.backend, self.info.device_type);
-        format!("{name} ({backend:?}, {kind:?}, {reduce}{coop}{tiles}{attend})")
+        format!("{} ({:?}, {:?}, {reduce}{coop}{tiles})", self.info.name, self.info.backend, self.info.device_type)
     }
 }
 

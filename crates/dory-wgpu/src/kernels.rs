@@ -254,10 +254,6 @@ pub struct Options {
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
-    /// attend.wgsl's workgroup: 256 invocations, or 512 or 1024, whose tiles of
-    /// `attend_wg / attend_lanes` keys take a decoded row's short span in fewer chunks
-    /// (`attend_tile`).
-    pub attend_wg: u32,
     /// The kernels of q8_0 weights (DTYPE 3), built only where a q8_0 model is loaded
     /// (`GpuModel::new` asks for them): 17 pipelines that every other device would compile
     /// for nothing at start (0.85 s of lavapipe's 2.6).
@@ -300,7 +296,6 @@ impl Options {
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
-    /// DORY_WGPU_ATTEND_WG=256|512|1024 (its workgroup; less where its memory would not fit),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -332,7 +327,6 @@ impl Options {
             block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
-            attend_wg: 256,
             q8: false,
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
@@ -368,14 +362,13 @@ impl Options {
         // Slices of 4, 2 or 1 (their workgroup memory is a tile of zeros whatever their count:
         // their sums meet in a buffer).
         o.coop_slicing.most = [4, 2, 1].into_iter().find(|&n| n <= o.coop_slicing.most.max(1)).unwrap_or(1);
-        o.attention_from_env(workgroup_bytes);
+        o.attention_from_env();
         o.fusion_from_env();
         o
     }
 
-    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS, _ATTEND_LANES and _ATTEND_WG (`new`),
-    /// attend.wgsl's workgroup fitted to `workgroup_bytes`.
-    fn attention_from_env(&mut self, workgroup_bytes: u32) {
+    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS and _ATTEND_LANES (`new`).
+    fn attention_from_env(&mut self) {
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             self.attend_per = (per as usize).max(1);
         }
@@ -388,10 +381,6 @@ impl Options {
         if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             self.attend_lanes = lanes;
         }
-        if let Some(&[wg @ (256 | 512 | 1024)]) = numbers("DORY_WGPU_ATTEND_WG").as_deref() {
-            self.attend_wg = wg;
-        }
-        self.fit_attend(u32::MAX, workgroup_bytes);
     }
 
     /// DORY_WGPU_FUSE and DORY_WGPU_COMBINE_BYTES (`new`).
@@ -407,30 +396,6 @@ impl Options {
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
         }
-    }
-
-    /// Keys of a tile of attend.wgsl.
-    pub fn attend_tile(&self) -> usize {
-        (self.attend_wg / self.attend_lanes) as usize
-    }
-
-    /// attend.wgsl's workgroup halved (to 256 at least) until it fits a device's limits on
-    /// invocations and workgroup memory (wgpu checks neither before a driver may hang).
-    pub fn fit_attend(&mut self, invocations: u32, workgroup_bytes: u32) {
-        while self.attend_wg > 256 && (self.attend_wg > invocations || self.attend_bytes() > workgroup_bytes) {
-            self.attend_wg /= 2;
-        }
-    }
-
-    /// Bytes of workgroup memory attend.wgsl takes: its queries, own key and value, a
-    /// tile's weights and slots, the joined value sums and the reductions' partials.
-    pub fn attend_bytes(&self) -> u32 {
-        let (wg, tile) = (self.attend_wg, self.attend_tile() as u32);
-        let partials = match self.reduce {
-            Reduce::Subgroup => wg / 4,
-            Reduce::Shared => wg,
-        };
-        16 * 256 + 16 * 64 + 4 * 256 + 20 * tile + 16 * wg + 16 * partials
     }
 
     /// Whether attend_coop.wgsl can run under these options on a device with this much
@@ -508,12 +473,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory of the arrays attend_coop.wgsl uses.
-pub const ATTEND_COOP_OWN_BYTES: u32 = 33_808;
-/// Bytes of workgroup memory attend_coop.wgsl takes: its own arrays, and the libraries' it
-/// does not use (the reductions' partials and the joined value sums, at their default
-/// sizes), should a driver count them.
-pub const ATTEND_COOP_BYTES: u32 = ATTEND_COOP_OWN_BYTES + 16 * 64 + 16 * 256;
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
+/// libraries' it does not use, should a driver count them).
+pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
 
 /// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
 pub const ATTEND_COOP_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
@@ -734,10 +696,7 @@ impl Kernels {
             copy_slots: b.add("copy", "copy_slots", &[]),
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
-            attend: b.add("attend", "attend", &{
-                let wg = f64::from(options.attend_wg);
-                [("LANES", f64::from(options.attend_lanes)), ("WG", wg), ("REDUCE_WG", wg)]
-            }),
+            attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),

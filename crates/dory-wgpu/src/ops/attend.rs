@@ -174,7 +174,7 @@ pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fu
         let walk = most + BLOCK - 1;
         whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.block_per, o.block_groups), walk, BLOCK_TILE)
     } else {
-        let tile = o.attend_tile();
+        let tile = 256 / o.attend_lanes as usize;
         whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
     }
 }

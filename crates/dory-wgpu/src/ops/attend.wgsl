@@ -43,9 +43,7 @@ fn width() -> u32 {
 @group(0) @binding(8) var<storage, read> q_scale: array<f32>;
 @group(0) @binding(9) var<storage, read_write> qs: array<f32>;
 
-// The workgroup's invocations, 256, 512 or 1024 (a pipeline constant, as the reductions'
-// REDUCE_WG): a wide one scores a decoded row's short span in one tile, left unsplit.
-override WG: u32 = 256u;
+const WG: u32 = 256u;
 // Keys scored at once: LANES invocations share a key's dot product, so that a short span
 // still keeps the workgroup busy and no invocation walks a whole head alone (a pipeline
 // constant, for measuring tiles of 64 or 16 keys).
@@ -108,11 +106,8 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     let kd = p.kv_heads * d;
     let qd = GROUP * kd;
     let pos = p.pos0 + r;
-    // Segment h of 64 invocations prepares query head 4c + h, then each the key; a wider
-    // workgroup's other segments repeat the last head's loads and reductions, and write
-    // nothing.
-    let seg = lid / 64u;
-    let h = min(seg, GROUP - 1u);
+    // Segment h of 64 invocations prepares query head 4c + h, then each the key.
+    let h = lid / 64u;
     let lane = lid % 64u;
     let a = GROUP * c + h;
     let rq = load_head(lane, r, r * width() + a * d);
@@ -123,7 +118,7 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
         let i = lane + 64u * t;
         if (i < half) {
             qs4[t] = vec2<f32>(q_scale[a * d + i], q_scale[a * d + half + i]);
-            if (seg == 0u) {
+            if (h == 0u) {
                 let vb = r * width() + qd + kd + c * d;
                 v[t] = vec2<f32>(qkvg[vb + i], qkvg[vb + half + i]);
             }
@@ -137,7 +132,7 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
     let slot = slot_of(pos);
     for (var t = 0u; t < 2u; t = t + 1u) {
         let i = lane + 64u * t;
-        if (i < half && seg < GROUP) {
+        if (i < half) {
             let lo = h * d + i;
             q_sh[lo / 4u][lo % 4u] = yq[t].x;
             q_sh[(lo + half) / 4u][(lo + half) % 4u] = yq[t].y;
@@ -151,7 +146,7 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
                 qs[at] = yq[t].x;
                 qs[at + half] = yq[t].y;
             }
-            if (seg == 0u) {
+            if (h == 0u) {
                 own_k[i / 4u][i % 4u] = yk[t].x;
                 own_k[(i + half) / 4u][(i + half) % 4u] = yk[t].y;
                 own_v[i] = v[t].x;
@@ -248,7 +243,7 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     // Each key counted once in the sum: by its first lane.
     let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
     var acc = run.acc * fix;
-    // Values: dim lid % d of keys group, group + groups, … (d ≤ WG: one group at least).
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
     let d = p.d;
     let groups = WG / d;
     let group = lid / d;
@@ -272,7 +267,7 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     return Run(top, l, acc);
 }
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;

@@ -13,17 +13,17 @@ const GROUP: u32 = 4u;
 
 // The value sums of the workgroup's groups of keys (or chunks), one vec4 (a KV head's
 // query heads) per invocation, joined across the groups.
-var<workgroup> acc_sh: array<vec4<f32>, REDUCE_WG>;
+var<workgroup> acc_sh: array<vec4<f32>, 256>;
 
 // Σ over the groups of invocation `lid`'s dim (lid % d) of the groups' value sums
 // `acc`: complete in the first group (lid < d), which the caller keeps; every invocation
-// of the workgroup (REDUCE_WG, the reductions') must call it.
+// of the workgroup (256) must call it.
 fn join_groups(acc: vec4<f32>, lid: u32, d: u32) -> vec4<f32> {
     acc_sh[lid] = acc;
     workgroupBarrier();
     var sum = acc;
     if (lid < d) {
-        for (var g = 1u; g < REDUCE_WG / d; g = g + 1u) {
+        for (var g = 1u; g < 256u / d; g = g + 1u) {
             sum += acc_sh[g * d + lid];
         }
     }

@@ -1,12 +1,9 @@
 // Reductions over aligned runs of `seg` invocations of a workgroup (seg a power of two
-// that divides the workgroup), through workgroup memory alone:
+// that divides the workgroup, which holds at most 256), through workgroup memory alone:
 // the fallback for adapters without subgroup operations, and the twin the tests check
 // the subgroup version against. Every invocation of the workgroup must call these.
 
-// REDUCE_WG: the workgroup's invocations where a kernel has more than 256 (a pipeline
-// constant).
-override REDUCE_WG: u32 = 256u;
-var<workgroup> red_all: array<vec4<f32>, REDUCE_WG>;
+var<workgroup> red_all: array<vec4<f32>, 256>;
 
 fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     red_all[lid] = x;

@@ -7,11 +7,7 @@
 // before this file is chosen.
 // Every invocation of the workgroup must call these (they hold barriers).
 
-// REDUCE_WG: the workgroup's invocations where a kernel has more than 256 (a pipeline
-// constant); one partial a subgroup of at least 4 (the probe's least).
-override REDUCE_WG: u32 = 256u;
-override RED_PARTS: u32 = REDUCE_WG / 4u;
-var<workgroup> red_part: array<vec4<f32>, RED_PARTS>;
+var<workgroup> red_part: array<vec4<f32>, 64>;
 
 fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     let sg = subgroupAdd(1u);

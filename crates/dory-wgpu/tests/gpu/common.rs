@@ -47,14 +47,12 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             let options = Options { gemv1, fuse_residual: true, bf16_as_f16, coop_slicing, fuse_split, q8: true, ..o };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
-            // with a prompt's attention on the tensor cores where the defaults leave it off,
-            // and a decoded row's in wide workgroups, its chunks up to a tile of 256 keys.
+            // with a prompt's attention on the tensor cores where the defaults leave it off.
             let o = first.kernels.options;
             let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
-            let (attend_wg, attend_per) = (1024, 256);
             // q8_0 prompts copied for the tensor cores in slices of 64 rows.
             let q8_copy_bytes = 0;
-            let other = Options { tiles: !o.tiles, attend_coop, attend_wg, attend_per, q8_copy_bytes, ..o };
+            let other = Options { tiles: !o.tiles, attend_coop, q8_copy_bytes, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
