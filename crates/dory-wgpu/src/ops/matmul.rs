@@ -182,7 +182,7 @@ pub fn kernel_name(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> Str
             let (wm, wn) = o.coop_tile;
             // As `tensor_cores` chooses, by its first part.
             let part = &w.parts[0];
-            match slices(rec, w.k.next_multiple_of(16), rows, part.rows) {
+            match slices(rec, coop_k16(w), rows, part.rows) {
                 1 => format!("gemm_coop ({wm}×{wn} subgroups, unroll {})", o.coop_unroll),
                 n => format!("gemm_coop ({n} slices, unroll {})", o.coop_unroll),
             }
@@ -338,8 +338,8 @@ fn tensor_cores(
     input: Input,
 ) {
     let (wm, _) = rec.dev().kernels.options.coop_tile;
-    let copies = if w.dtype == Stored::I8 { 2 } else { 1 };
-    let k16 = copies * w.k.next_multiple_of(16);
+    let k16 = coop_k16(w);
+    let copies = k16 / w.k.next_multiple_of(16);
     // Whole tiles of rows, which the GEMM reads.
     let halves = rows.next_multiple_of(32 * wm as usize) * k16;
     let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
@@ -369,6 +369,13 @@ fn tensor_cores(
             product.record(rec, &copy, part.row0 + j0, n, 2f32.powi(-w.q8_shift));
         }
     }
+}
+
+/// The inputs of a product of `w` on the tensor cores: k rounded up to 16, twice for q8_0
+/// (its copy's rows are [hi | lo]).
+fn coop_k16(w: &Matrix) -> usize {
+    let copies = if w.dtype == Stored::I8 { 2 } else { 1 };
+    copies * w.k.next_multiple_of(16)
 }
 
 /// Rows of a q8_0 matrix copied at once for the tensor cores, whose copy is `k16` halves
