@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # q8_tiles.wgsl with a run's writes one contiguous tile (call 4's copy ran at ~1 TB/s, 17.5 %
 # of a q8_0 pp512): the GPU tests, then pp512 of the q8_0 larger config and dory-tiny on the
-# tensor cores, 2 rounds of 3 reps, and the GPU's time by kernel of one larger pp512.
+# tensor cores, 2 rounds of 3 reps, the GPU's time by kernel of one larger pp512; then the
+# larger config's f16 decode at depth 0 and PyTorch (compile + graph) beside it.
 # Build: `bench/wgpu_h200.sh build`, carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
@@ -26,3 +27,7 @@ for round in 1 2; do
 done
 DORY_WGPU_PROFILE=1 timeout 60 $dory bench --backend wgpu --model /tmp/wgpu-large-q8 --reps 1 --prompt 512 --gen 0 \
     --attention exact 2>&1 | grep -v XDG_RUNTIME >> $o/a/profile.txt
+# The larger config's decode (f16, depth 0) and the PyTorch peer in the same call.
+timeout 60 $dory bench --backend wgpu --model $large --reps 2 --prompt 512 --gen 32 --attention exact --json 2>&1 \
+    | grep -v XDG_RUNTIME | tee -a $o/a/bench.jsonl
+timeout 200 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 | tee -a $o/a/wgpu_torch.jsonl
