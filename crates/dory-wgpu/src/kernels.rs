@@ -255,8 +255,8 @@ pub struct Options {
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
     /// The kernels of q8_0 weights (DTYPE 3), built only where a q8_0 model is loaded
-    /// (`GpuModel::new` asks for them): 17 pipelines that every other device would compile
-    /// for nothing at start (0.85 s of lavapipe's 2.6).
+    /// (`GpuModel::new` asks for them): 18 pipelines, q8_tiles among them, that every
+    /// other device would compile for nothing at start (0.85 s of lavapipe's 2.6).
     pub q8: bool,
     /// A q8_0 prompt on the tensor cores, through an f16 copy of its weights (hi + lo, a
     /// slice of rows at a time: `q8_tiles`), where the device has them; else the plain
@@ -289,8 +289,8 @@ impl Options {
     /// memory costs it occupancy and its prologue is repeated by every workgroup),
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
-    /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM), DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0:
-    /// none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
+    /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM),
+    /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
     /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
