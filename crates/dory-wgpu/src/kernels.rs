@@ -59,8 +59,10 @@ libs! {
     NgptIn => "ops/ngpt_in.wgsl",
     /// SwiGLU formed where a projection reads its input.
     Glu => "ops/glu.wgsl",
-    /// x's rows cut into f16 parts for the tensor cores.
+    /// x's rows cut into f16 parts for the tensor cores (with Hi).
     Parts => "ops/parts.wgsl",
+    /// A value's top 11 significant bits, an f16 part.
+    Hi => "ops/hi.wgsl",
     /// The bindings of a prompt's attention in blocks.
     Blocks => "ops/blocks.wgsl",
     /// A row's split attention joined where a projection reads it.
@@ -98,18 +100,18 @@ pub const MODULES: &[Module] = &[
             "split",
             include_str!("ops/split.wgsl"),
             matmul::SplitParams::FIELDS,
-            &[Lib::Glu, Lib::Parts, Lib::Join],
+            &[Lib::Glu, Lib::Hi, Lib::Parts, Lib::Join],
         )
     },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[]) },
-    module("q8_tiles", include_str!("ops/q8_tiles.wgsl"), matmul::Q8TileParams::FIELDS, &[Lib::Dtype]),
+    module("q8_tiles", include_str!("ops/q8_tiles.wgsl"), matmul::Q8TileParams::FIELDS, &[Lib::Dtype, Lib::Hi]),
     module("embed", include_str!("ops/embed.wgsl"), embed::Params::FIELDS, &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), mix::Params::FIELDS, &[Lib::Ngpt, Lib::InPlace]),
     module(
         "residual",
         include_str!("ops/residual.wgsl"),
         residual::Params::FIELDS,
-        &[Lib::Ngpt, Lib::InPlace, Lib::Parts],
+        &[Lib::Ngpt, Lib::InPlace, Lib::Hi, Lib::Parts],
     ),
     module("swiglu", include_str!("ops/swiglu.wgsl"), swiglu::Params::FIELDS, &[]),
     module("copy", include_str!("ops/copy.wgsl"), copy::Params::FIELDS, &[]),
@@ -127,7 +129,7 @@ pub const MODULES: &[Module] = &[
             "attend_coop",
             include_str!("ops/attend_coop.wgsl"),
             attend::RowsParams::FIELDS,
-            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention],
+            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention, Lib::Hi],
         )
     },
     module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention]),
@@ -290,8 +292,8 @@ impl Options {
     /// DORY_WGPU_COOP_TILE=WM,WN[,UNROLL],
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM),
-    /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none), DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none;
-    /// by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
+    /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none),
+    /// DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),

@@ -102,8 +102,7 @@ fn stage(lid: u32, f: array<vec4<f32>, 8>, shift: i32, at: u32) {
         let i = lid + 128u * n;
         if (i < KT * d4) {
             let v = ldexp(f[n], vec4<i32>(shift));
-            // hi by a mask (parts.wgsl says why), so that v − hi is exact.
-            let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+            let hi = hi11(v);
             let rest = v - hi;
             for (var e = 0u; e < 4u; e = e + 1u) {
                 scratch[at + 4u * i + e] = f16(hi[e]);

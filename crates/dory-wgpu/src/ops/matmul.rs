@@ -361,11 +361,11 @@ fn tensor_cores(
         }
         let slice = q8_slice(k16, rec.dev().kernels.options.q8_copy_bytes);
         for j0 in (0..part.rows).step_by(slice) {
-            let copy = match q8_tiles(rec, w, part, j0, slice) {
+            let n = slice.min(part.rows - j0);
+            let copy = match q8_tiles(rec, w, part, j0, n) {
                 Ok(c) => c,
                 Err(e) => return rec.fail(e),
             };
-            let n = slice.min(part.rows - j0);
             product.record(rec, &copy, part.row0 + j0, n, 2f32.powi(-w.q8_shift));
         }
     }
@@ -384,11 +384,11 @@ fn q8_slice(k16: usize, bytes: usize) -> usize {
     (bytes / (2 * k16)).max(64) / 64 * 64
 }
 
-/// Rows j0 … j0 + slice − 1 of `part` of the q8_0 matrix `w` copied in f16 for the tensor
-/// cores (q8_tiles.wgsl): the recorder's scratch, which holds that copy until the next.
-pub fn q8_tiles(rec: &mut Recorder, w: &Matrix, part: &Part, j0: usize, slice: usize) -> dory::Result<Arc<Store>> {
+/// Rows j0 … j0 + rows − 1 of `part` of the q8_0 matrix `w` copied in f16 for the tensor
+/// cores (q8_tiles.wgsl), whole bands of 16 (rows past the part zeros): the recorder's
+/// scratch, which holds that copy until the next.
+pub fn q8_tiles(rec: &mut Recorder, w: &Matrix, part: &Part, j0: usize, rows: usize) -> dory::Result<Arc<Store>> {
     let k16 = w.k.next_multiple_of(16);
-    let rows = slice.min(part.rows - j0);
     let bands = rows.div_ceil(16);
     let copy = rec.q8_copy_buffer((bands * 16 * 2 * k16 * 2) as u64)?;
     let kernel = rec.dev().kernels.q8_tiles.ok_or_else(|| gpu_err("q8_0 on the tensor cores without q8_tiles"))?;

@@ -20,10 +20,7 @@ fn parts_exp(most: vec4<f32>) -> i32 {
 // halves; lo parts from half `lo` on.
 fn put_parts(r: u32, i: u32, v: vec4<f32>, k16: u32, lo: u32) {
     let at = (r / 16u) * (k16 / 16u) * 64u + (r % 16u) * 4u + (i / 4u) * 64u + i % 4u;
-    // hi: v's top 11 significant bits, cut with a mask (a rounding conversion and its way
-    // back can be folded into nothing by a compiler; the mask cannot), so that v − hi is
-    // exact and holds the rest.
-    let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+    let hi = hi11(v);
     let rest = (v - hi) * f32(LO);
     xa[at] = vec2<u32>(pack2x16float(hi.xy), pack2x16float(hi.zw));
     xa[lo / 4u + at] = vec2<u32>(pack2x16float(rest.xy), pack2x16float(rest.zw));

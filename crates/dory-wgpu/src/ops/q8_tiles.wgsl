@@ -16,12 +16,6 @@
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> tiles: array<vec4<u32>>;
 
-// The top 11 significant bits of each value: a mask, not a rounding conversion, so that
-// v − hi is exact (parts.wgsl cuts x so too).
-fn top11(v: vec4<f32>) -> vec4<f32> {
-    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
-}
-
 fn halves(v: vec4<f32>, u: vec4<f32>) -> vec4<u32> {
     return vec4<u32>(pack2x16float(v.xy), pack2x16float(v.zw), pack2x16float(u.xy), pack2x16float(u.zw));
 }
@@ -40,7 +34,7 @@ fn q8_tiles(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     var hi = lo;
     if (j < p.rows_w) {
         let v = load8(j * p.g8 + g);
-        hi = W8(top11(v.lo * p.scale), top11(v.hi * p.scale));
+        hi = W8(hi11(v.lo * p.scale), hi11(v.hi * p.scale));
         lo = W8(v.lo * p.scale - hi.lo, v.hi * p.scale - hi.hi);
     }
     // Tile g / 2 of the band (hi) and the same tile k16 / 16 on (lo), row r, half g % 2.

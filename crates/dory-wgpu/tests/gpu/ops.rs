@@ -393,8 +393,9 @@ fn q8_0_rows_are_copied_in_f16_where_the_tensor_cores_read_them() {
     assert!((16384.0..32768.0).contains(&(largest * scale)), "shift {} for {largest}", m.q8_shift);
     let mut rec = Recorder::new(dev.clone()).expect("recorder");
     for (j0, slice) in [(0, 64), (16, 16), (32, 16)] {
-        let copy = q8_tiles(&mut rec, &m, &m.parts[0], j0, slice).expect("copied");
-        let bands = slice.min(n - j0).div_ceil(16);
+        let rows = slice.min(n - j0);
+        let copy = q8_tiles(&mut rec, &m, &m.parts[0], j0, rows).expect("copied");
+        let bands = rows.div_ceil(16);
         let got = rec.submit(Some((&copy, (bands * 16 * 2 * k * 2) as u64))).expect("read").expect("words");
         let half = |e: usize| (got[e / 2] >> (16 * (e % 2))) as u16;
         for (band, r, c) in (0..bands).flat_map(|b| (0..16).flat_map(move |r| (0..2 * k).map(move |c| (b, r, c)))) {
