@@ -11,7 +11,7 @@ use dory::nystrom::{Exported, Landmarks};
 
 use crate::error::gpu_err;
 use crate::model::GpuModel;
-use crate::ops::attend::{self, Attend, AttendBufs, Prep, Slots};
+use crate::ops::attend::{self, Attend, AttendBufs, CoopBufs, Prep, Slots};
 use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, exit, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
@@ -55,9 +55,10 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
-    /// The queries' f16 parts for attention on the tensor cores, and its staged operands,
-    /// grown as steps need.
+    /// The queries', keys' and values' f16 parts for attention on the tensor cores, and its
+    /// weights, grown as steps need.
     q_parts: Arc<Store>,
+    kv_parts: Arc<Store>,
     scratch: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
@@ -71,6 +72,7 @@ impl Wgpu {
             rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
             q_parts: Store::new(dev, 16, "query parts")?,
+            kv_parts: Store::new(dev, 16, "keys' and values' parts")?,
             scratch: Store::new(dev, 16, "attention scratch")?,
             rope: None,
         })
@@ -189,7 +191,7 @@ impl Wgpu {
         let prep = Prep { rope_at, sample };
         let options = &model.dev.kernels.options;
         let fused = at.rows == 1 && options.fuse_prep;
-        let parts = attend::on_tensor_cores(options, c.head_dim, at.rows, fused);
+        let parts = attend::on_tensor_cores(options, c.head_dim, at.rows, fused, slots);
         if parts && !grown(&mut self.rec, &mut self.q_parts, prep::parts_len(c, at.rows), "query parts") {
             return;
         }
@@ -200,18 +202,23 @@ impl Wgpu {
         }
         // Rows see more positions the later they come: the last row sees the most.
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
-        let split = attend::plan(&model.dev.kernels.options, c.kv_heads, c.head_dim, most, at.rows, fused);
+        let split = attend::plan(options, c.kv_heads, c.head_dim, most, at.rows, fused, parts.is_some());
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
-        let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
-        if parts.is_some() && !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch") {
-            return;
+        if parts.is_some() {
+            let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
+            let kv_len = attend::kv_parts_len(slots, at, c.kv_heads, c.head_dim);
+            if !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch")
+                || !grown(&mut self.rec, &mut self.kv_parts, kv_len, "keys' and values' parts")
+            {
+                return;
+            }
         }
         let gate_scale = &weights.gate_scale;
-        let scratch = parts.is_some().then_some(&self.scratch);
-        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, scratch };
+        let coop = parts.map(|_| CoopBufs { scratch: &self.scratch, kv_parts: &self.kv_parts });
+        let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, coop };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
             _ => None,

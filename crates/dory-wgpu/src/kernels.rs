@@ -65,6 +65,8 @@ libs! {
     Hi => "ops/hi.wgsl",
     /// The bindings of a prompt's attention in blocks.
     Blocks => "ops/blocks.wgsl",
+    /// The positions a prompt's attention on the tensor cores sees, and their parts' tiles.
+    Span => "ops/span.wgsl",
     /// A row's split attention joined where a projection reads it.
     Join => "ops/join.wgsl",
 }
@@ -129,9 +131,15 @@ pub const MODULES: &[Module] = &[
             "attend_coop",
             include_str!("ops/attend_coop.wgsl"),
             attend::RowsParams::FIELDS,
-            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention, Lib::Hi],
+            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention, Lib::Span],
         )
     },
+    module(
+        "kv_parts",
+        include_str!("ops/kv_parts.wgsl"),
+        attend::RowsParams::FIELDS,
+        &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Span, Lib::Hi],
+    ),
     module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention]),
     module("exit", include_str!("ops/exit.wgsl"), exit::Params::FIELDS, &[]),
     module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention]),
@@ -475,18 +483,19 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 33,808 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 3,268 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 33_808 + 1024 + 4096;
+pub const ATTEND_COOP_BYTES: u32 = 3_268 + 1024 + 4096;
 
 /// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
-pub const ATTEND_COOP_REGION: usize = 4 * 32 * 128 + 4 * 2 * 16 * 32;
+pub const ATTEND_COOP_REGION: usize = 2 * 16 * 32;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
-/// and attend_coop.wgsl.
+/// the keys' and values' parts (kv_parts.wgsl), and attend_coop.wgsl.
 #[derive(Clone, Copy, Debug)]
 pub struct AttendCoop {
     pub prep: KernelId,
+    pub kv_parts: KernelId,
     pub attend: KernelId,
 }
 
@@ -702,6 +711,7 @@ impl Kernels {
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
+                kv_parts: b.add("kv_parts", "kv_parts", &[]),
                 attend: b.add("attend_coop", "attend_coop", &[]),
             }),
             combine: b.add("combine", "combine", &[]),

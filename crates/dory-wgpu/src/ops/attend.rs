@@ -150,10 +150,14 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: 
 
 /// Rows of a block of `attend_rows.wgsl`.
 pub const BLOCK: usize = 16;
+/// Rows of a block of `attend_coop.wgsl` (its BR): one subgroup's 16 queries.
+pub const COOP_BLOCK: usize = 4;
+/// Workgroups (of one subgroup) that keep the H200 busy with `attend_coop.wgsl`: 16 an SM.
+pub const COOP_GROUPS: usize = 2048;
 /// Keys of a tile of `attend_rows.wgsl` and `attend_coop.wgsl` (their KT).
 const BLOCK_TILE: usize = 32;
 /// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
-/// memory at 128 dims (wider heads go row by row).
+/// memory at 128 dims (wider heads go row by row); `attend_coop.wgsl` holds as many sums.
 const BLOCK_MAX_D: usize = 128;
 
 /// Whether a step's rows take `attend_rows.wgsl`: several rows not prepared by attend.
@@ -161,18 +165,22 @@ pub fn in_blocks(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
     o.attend_rows && !fused && rows > 1 && d <= BLOCK_MAX_D
 }
 
-/// Whether the blocks take attend_coop.wgsl: tensor cores, heads of whole 16-dim tiles.
-pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
-    in_blocks(o, d, rows, fused) && o.attend_coop && d % 16 == 0
+/// Whether the blocks take attend_coop.wgsl: tensor cores, heads of whole 16-dim tiles,
+/// positions without sinks (an exact full layer or a sliding one, whose positions in order
+/// are one span: span.wgsl).
+pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool, slots: Slots) -> bool {
+    in_blocks(o, d, rows, fused) && o.attend_coop && d % 16 == 0 && slots.sinks == 0
 }
 
 /// The split of a step of `rows` rows whose last sees `most` positions, in blocks where
-/// `in_blocks` says so: a block walks the union of its rows' positions, at most BLOCK − 1
-/// more than its last row sees.
-pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
+/// `in_blocks` says so (of COOP_BLOCK rows where `coop`, on the tensor cores): a block
+/// walks the union of its rows' positions, at most a block's rows − 1 more than its last
+/// row sees.
+pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool, coop: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
-        let walk = most + BLOCK - 1;
-        whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.block_per, o.block_groups), walk, BLOCK_TILE)
+        let (block, groups) = if coop { (COOP_BLOCK, COOP_GROUPS) } else { (BLOCK, o.block_groups) };
+        let walk = most + block - 1;
+        whole_tiles(split(walk, rows.div_ceil(block), kv_heads, o.block_per, groups), walk, BLOCK_TILE)
     } else {
         let tile = 256 / o.attend_lanes as usize;
         whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
@@ -204,15 +212,37 @@ pub struct AttendBufs<'a> {
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
-    /// attend_coop.wgsl's staged operands (`scratch_len`), where it runs.
-    pub scratch: Option<&'a Arc<Store>>,
+    /// attend_coop.wgsl's weights (`scratch_len`) and the keys' and values' parts
+    /// (`kv_parts_len`), where it runs.
+    pub coop: Option<CoopBufs<'a>>,
+}
+
+/// The buffers of a prompt's attention on the tensor cores.
+#[derive(Clone, Copy)]
+pub struct CoopBufs<'a> {
+    pub scratch: &'a Arc<Store>,
+    pub kv_parts: &'a Arc<Store>,
 }
 
 /// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
 /// for each workgroup of the largest dispatch.
 pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
-    let blocks = rows.div_ceil(BLOCK).min(super::MAX_GROUPS);
+    let blocks = rows.div_ceil(COOP_BLOCK).min(super::MAX_GROUPS);
     2 * ATTEND_COOP_REGION * split.chunks * kv_heads * blocks
+}
+
+/// Bytes of kv_parts.wgsl's parts for the rows `at`: four parts and an exponent of each
+/// position of the span.
+pub fn kv_parts_len(slots: Slots, at: Rows, kv_heads: usize, d: usize) -> usize {
+    2 * (4 * d + 1) * kv_heads * span_len(slots, at)
+}
+
+/// span.wgsl's `len` for the rows `at` (a layer without sinks): from the first row's first
+/// position to the last row's, rounded up to tiles of 32, and one more.
+fn span_len(slots: Slots, at: Rows) -> usize {
+    let window = slots.window as usize;
+    let base = if window != 0 && at.pos0 + 1 > window { at.pos0 + 1 - window } else { 0 };
+    (at.pos0 + at.rows - base).next_multiple_of(32) + 32
 }
 
 /// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the
@@ -280,18 +310,24 @@ fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
     binds
 }
 
-/// attend_rows.wgsl, or attend_coop.wgsl where prep left the queries' parts, over the
-/// step's blocks of rows.
+/// attend_rows.wgsl, or attend_coop.wgsl where prep left the queries' parts (after
+/// kv_parts.wgsl), over the step's blocks of rows.
 fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
     let mut binds = walk_binds(b);
-    let mut kernel = rec.dev().kernels.attend_rows;
-    if let (Some(parts), Some(scratch), Some(k)) = (b.prep.parts, b.scratch, rec.dev().kernels.attend_coop) {
-        binds[0] = (0, Bind::Buf(parts.clone()));
-        binds.extend([(7, Bind::Buf(parts.clone())), (8, Bind::Buf(scratch.clone()))]);
-        kernel = k.attend;
-    }
+    let (mut kernel, mut block) = (rec.dev().kernels.attend_rows, BLOCK);
     let kv = c.kv_heads as u32;
-    row_batches(a.at.rows.div_ceil(BLOCK), |block0, n| {
+    if let (Some(parts), Some(cb), Some(k)) = (b.prep.parts, b.coop, rec.dev().kernels.attend_coop) {
+        // Four positions a workgroup, in at most 65,535 workgroups (they loop).
+        let len = span_len(a.slots, a.at);
+        let p = RowsParams { walk: Walk::new(c, a), direct: 0, block0: 0, scale: c.attn_scale };
+        let kv_binds = [binds[1].clone(), binds[2].clone(), (9, Bind::Buf(cb.kv_parts.clone()))];
+        rec.dispatch(k.kv_parts, &kv_binds, &p, [len.div_ceil(4).min(super::MAX_GROUPS) as u32, kv, 1]);
+        binds = vec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
+        binds.extend([(8, Bind::Buf(cb.scratch.clone())), (9, Bind::Buf(cb.kv_parts.clone()))]);
+        binds.extend(join_binds(b));
+        (kernel, block) = (k.attend, COOP_BLOCK);
+    }
+    row_batches(a.at.rows.div_ceil(block), |block0, n| {
         let p = RowsParams { walk: Walk::new(c, a), direct: u32::from(direct), block0, scale: c.attn_scale };
         rec.dispatch(kernel, &binds, &p, [a.split.chunks as u32, kv, n]);
     });

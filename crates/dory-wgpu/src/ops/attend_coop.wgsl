@@ -1,30 +1,31 @@
-// attend_rows.wgsl's work on the tensor cores: a block of 16 rows' four query heads of one
-// KV head (64 queries) over one chunk of the positions the block sees, in tiles of 32 keys,
-// the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 × 16, f16 in, f32
-// accumulated). Four subgroups of 32, each 16 queries: rows r0 + 4 sg … + 3, heads 0 … 3.
+// attend_rows.wgsl's work on the tensor cores: a block of BR = 4 rows' four query heads of
+// one KV head (16 queries) over one chunk of the positions the block sees, in one subgroup
+// of 32, the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 × 16, f16
+// in, f32 accumulated), a tile of 32 keys at a time.
 //
-// The operands in f16 parts, hi + lo keeping ~22 bits, as gemm_coop.wgsl's x; a product of
-// parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that spec §8's bounds
-// hold as with f32 operands:
-// - q: prep.wgsl's `prep_parts` writes each query's parts times a power of two s_q that
-//   puts its largest magnitude in [2¹², 2¹³), and 1/s_q;
-// - k: a unit vector (spec §4), times 2¹² as its tile is staged in workgroup memory;
-// - v: times a power of two per tile, from the tile's largest magnitude (values have no
-//   bound), as it is staged;
-// - the weights p = e^{s − m} ≤ 1, times 2¹².
-// A tile's value sums start from zero in their own accumulators and reach the row's sums
-// through workgroup memory, where each lane undoes the scales and applies the online
-// softmax's rescaling in f32 (a cooperative matrix cannot be scaled by rows).
+// Every operand is read straight from its buffer, in f16 parts hi + lo that keep ~22 bits;
+// a product of parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that
+// spec §8's bounds hold as with f32 operands: the queries' parts from prep.wgsl's
+// `prep_parts` (each query times its s_q, with 1/s_q), the keys' and values' from
+// kv_parts.wgsl in span.wgsl's tiles (keys times 2¹², each value times its own 2^e_j).
+// Where a tile of the span straddles two chunks, each walks it and masks the other's keys.
 //
-// The f16 operands are staged in a region of `scratch` of the workgroup's own, not in
-// workgroup memory: on the H200 a cooperative load from workgroup memory ran many times
-// slower than one from a buffer (a GEMM staged that way ran 3–13× slower, and this
-// kernel so staged 3.5× slower than attend_rows.wgsl: bench/logs/h200-2026-12-03a/call-1).
+// The value sums stay in accumulators from the chunk's first tile to its last, and a
+// cooperative matrix cannot be scaled by rows; so each query keeps its softmax maximum m
+// and its values' scale e fixed while it can. A key's weight w = e^{s − m} enters the
+// product as P = w · 2^{e − e_j + VB}, so that P · v_j 2^{e_j} = 2^{e + VB} w v_j. m is
+// raised only when a score passes it by more than RISE, e lowered only when a key's e_j
+// falls SLACK below it, and only then are the sums rescaled (through workgroup memory: a
+// few times a chunk). So P < 2^{8 + SLACK + VB} = 2¹⁵ stays in f16's range; a key whose
+// values are far below the query's largest loses to f16's underflow only what lies below
+// f32's precision of the sum.
 //
-// Lane l of a subgroup keeps query l / 2: its softmax over half l % 2 of each tile's keys,
-// and its value sums over half l % 2 of each 16-dim tile (8 dims of each). The result is
-// attend_rows.wgsl's: with `direct` normalised and gated into z, else the partials in
-// `part` for combine.wgsl.
+// Lane l keeps query l / 2 (row r0 + l / 8, head (l / 2) mod 4): its softmax over half
+// l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with `direct` normalised
+// and gated into z, else the partials in `part` for combine.wgsl.
+//
+// naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
+// hence one named accumulator per 16 dims of the head (d ≤ 128), stored through `let`s.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -33,22 +34,38 @@ enable wgpu_cooperative_matrix;
 // after them (the same buffer, bound twice).
 @group(0) @binding(0) var<storage, read> qh: array<f16>;
 @group(0) @binding(7) var<storage, read> qw: array<f32>;
-// Each workgroup's staged operands (REGION halves): the tile's keys [KT][d], then its
-// values, hi then lo each, then each subgroup's weights [16][KT], hi then lo.
+// Each workgroup's weights of its tile, [16 queries][KT keys], hi then lo (REGION halves):
+// f16 written by lanes and read by a cooperative load, through a buffer as the kernel that
+// ran right on the H200 did (bench/logs/h200-2026-12-03a).
 @group(0) @binding(8) var<storage, read_write> scratch: array<f16>;
+// kv_parts.wgsl's parts of the span.
+@group(0) @binding(9) var<storage, read> kv: array<f16>;
 
+// Rows of a block (attend.rs's COOP_BLOCK).
+const BR: u32 = 4u;
 // Keys of a tile.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
-// A workgroup's part of `scratch`, in halves: keys and values of up to 128 dims in two
-// parts each, and four subgroups' weights in two parts.
-const REGION: u32 = 4u * KT * 128u + 4u * 2u * 16u * KT;
-// Per subgroup, [16][SS] floats: its scores (32 columns), then its value sums (d).
-const SS: u32 = 132u;
-var<workgroup> s_sh: array<f32, 8448>;
-// Each subgroup's largest value magnitude of the tile.
-var<workgroup> vmax_sh: array<f32, 4>;
+// How far a score may pass its query's m before the sums are rescaled: 8 ln 2.
+const RISE: f32 = 5.5451774;
+// The weights' power of two above the values' scale, and how far below e a key's e_j may
+// fall before the sums are rescaled.
+const VB: i32 = 3;
+const SLACK: i32 = 4;
+// e before any key: above every e_j, so that the first one sets it.
+const NO_E: i32 = 1000;
+const REGION: u32 = 2u * 16u * KT;
+
+// The tile's scores [16 queries][KT keys], then a 16 × 16 tile of sums being rescaled or
+// written out.
+var<workgroup> s_sh: array<f32, 768>;
+const SUMS: u32 = 512u;
+// Each query's factor on its sums as they are written, and its m and l for the partials.
+var<workgroup> f_sh: array<f32, 16>;
+var<workgroup> ml_sh: array<vec2<f32>, 16>;
+// Whether a query of the block rescales at this tile.
+var<workgroup> rise_sh: u32;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -59,268 +76,337 @@ fn mma3(ah: FragA, al: FragA, bh: FragB, bl: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(ah, bh, coopMultiplyAdd(ah, bl, coopMultiplyAdd(al, bh, c)));
 }
 
-// An accumulator of zeros (through s_sh; every invocation of the workgroup calls it).
-fn zero_acc(lid: u32) -> Acc {
-    for (var e = lid; e < 256u; e = e + 128u) {
-        s_sh[e] = 0.0;
+// What the subgroup works on: KV head c, its queries' parts from qa (lo parts ql halves
+// on), the span's first position, len and a part's halves, and its weights' region in the
+// scratch.
+struct Work {
+    c: u32,
+    base: u32,
+    qa: u32,
+    ql: u32,
+    len: u32,
+    part: u32,
+    pa: u32,
+}
+
+// An accumulator of zeros.
+fn zero_acc(lane: u32) -> Acc {
+    for (var i = lane; i < 256u; i = i + 32u) {
+        s_sh[SUMS + i] = 0.0;
     }
     workgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    let zero = coopLoad<Acc>(&s_sh[SUMS], 16u);
     workgroupBarrier();
     return zero;
 }
 
-// Invocation lid's pieces of the tile's keys or values (`cache` 0: kc, else vc) from the
-// walk's step t0 on, `count` of them (the rest zero): piece n is dims 4e … 4e + 3 of key j,
-// lid + 128 n = j · d/4 + e.
-fn fetch(lid: u32, c: u32, walk: Seen, t0: u32, count: u32, cache: u32) -> array<vec4<f32>, 8> {
-    let d4 = p.d / 4u;
-    var f: array<vec4<f32>, 8>;
-    for (var n = 0u; n < 8u; n = n + 1u) {
-        let i = lid + 128u * n;
-        let j = i / d4;
-        var v = vec4<f32>(0.0);
-        if (j < count) {
-            let at = (slot_of(walk_at(walk, t0 + j)) * p.kv_heads + c) * d4 + i % d4;
-            if (cache == 0u) {
-                v = kc[at];
-            } else {
-                v = vc[at];
-            }
-        }
-        f[n] = v;
-    }
-    return f;
-}
-
-// Fetched pieces into the scratch from `at` ([KT][d], lo KT · d halves on) as f16 parts,
-// times 2^shift.
-fn stage(lid: u32, f: array<vec4<f32>, 8>, shift: i32, at: u32) {
-    let d4 = p.d / 4u;
-    let lo = KT * p.d;
-    for (var n = 0u; n < 8u; n = n + 1u) {
-        let i = lid + 128u * n;
-        if (i < KT * d4) {
-            let v = ldexp(f[n], vec4<i32>(shift));
-            let hi = hi11(v);
-            let rest = v - hi;
-            for (var e = 0u; e < 4u; e = e + 1u) {
-                scratch[at + 4u * i + e] = f16(hi[e]);
-                scratch[at + lo + 4u * i + e] = f16(rest[e]);
-            }
-        }
-    }
-}
-
-// The largest magnitude among every invocation's fetched values, through vmax_sh (read
-// after a barrier that follows this).
-fn note_vmax(lid: u32, f: array<vec4<f32>, 8>) {
-    var most = vec4<f32>(0.0);
-    for (var n = 0u; n < 8u; n = n + 1u) {
-        most = max(most, abs(f[n]));
-    }
-    let m = subgroupMax(max(max(most.x, most.y), max(most.z, most.w)));
-    if (lid % 32u == 0u) {
-        vmax_sh[lid / 32u] = m;
-    }
-}
-
-// The subgroup's scores of the tile (its 16 queries' parts from qa, lo parts ql halves on;
-// the keys' from ka) into its slice of s_sh, [16 queries][32 keys].
-fn scores(sg: u32, qa: u32, ql: u32, ka: u32, zero: Acc) {
+// The scores of the tile of keys g … g + 31 into s_sh, [16 queries][KT keys].
+fn scores(w: Work, g: u32, zero: Acc) {
     let d = p.d;
-    let kl = ka + KT * d;
+    let k0 = kv_tile(w.len, w.c, g, 0u);
+    let k1 = kv_tile(w.len, w.c, g + 16u, 0u);
     var s0 = zero;
     var s1 = zero;
-    for (var k = 0u; k < d; k = k + 16u) {
-        let ah = coopLoadT<FragA>(&qh[qa + k], d);
-        let al = coopLoadT<FragA>(&qh[ql + qa + k], d);
-        let bh0 = coopLoad<FragB>(&scratch[ka + k], d);
-        let bl0 = coopLoad<FragB>(&scratch[kl + k], d);
-        let bh1 = coopLoad<FragB>(&scratch[ka + 16u * d + k], d);
-        let bl1 = coopLoad<FragB>(&scratch[kl + 16u * d + k], d);
+    for (var k = 0u; k < d / 16u; k = k + 1u) {
+        let ah = coopLoadT<FragA>(&qh[w.qa + 16u * k], d);
+        let al = coopLoadT<FragA>(&qh[w.ql + w.qa + 16u * k], d);
+        let bh0 = coopLoad<FragB>(&kv[k0 + 256u * k], 16u);
+        let bl0 = coopLoad<FragB>(&kv[w.part + k0 + 256u * k], 16u);
+        let bh1 = coopLoad<FragB>(&kv[k1 + 256u * k], 16u);
+        let bl1 = coopLoad<FragB>(&kv[w.part + k1 + 256u * k], 16u);
         s0 = mma3(ah, al, bh0, bl0, s0);
         s1 = mma3(ah, al, bh1, bl1, s1);
     }
-    let at = sg * 16u * SS;
-    let next = at + 16u;
-    let stride = SS;
+    let at = 0u;
+    let next = 16u;
+    let stride = KT;
     let t0 = s0;
     coopStoreT(t0, &s_sh[at], stride);
     let t1 = s1;
     coopStoreT(t1, &s_sh[next], stride);
 }
 
-// A query's online softmax: its maximum and sum so far.
+// A query's online softmax: its maximum m, its values' scale e, and (this lane's half of)
+// its sum of weights.
 struct Soft {
     m: f32,
+    e: i32,
     l: f32,
 }
 
-// The lane's half of its query's scores of the tile (`seen`: which of its 16 keys the row
-// sees) into weights e^{s − m} times 2¹² in the scratch from `pa` ([16][KT], lo 16 · KT
-// halves on), as f16 parts, m the new maximum; returns m and the tile's sum of weights.
-fn weigh(sg: u32, lane: u32, seen: u32, k_scale: f32, soft: Soft, pa: u32) -> vec2<f32> {
-    let q = lane / 2u;
-    let at = sg * 16u * SS + q * SS + 16u * (lane % 2u);
-    var top = NONE;
+// Which of the lane's 16 keys of the tile (from global key u0) its query sees: in the
+// chunk's keys [lo, hi) of the span and seen by the row at `pos` (sees `sn`).
+fn visible(w: Work, u0: u32, lo: u32, hi: u32, sn: Seen, pos: u32, valid: bool) -> u32 {
+    var bits = 0u;
     for (var j = 0u; j < 16u; j = j + 1u) {
-        if ((seen >> j & 1u) != 0u) {
-            top = max(top, s_sh[at + j] * k_scale);
+        let u = u0 + j;
+        let seen = u >= lo && u < hi && sees(sn, pos, w.base + u);
+        bits |= select(0u, 1u << j, seen && valid);
+    }
+    return bits;
+}
+
+// e_j of key u of the subgroup's KV head.
+fn key_exp(w: Work, u: u32) -> i32 {
+    return i32(f32(kv[4u * w.part + w.c * w.len + u]));
+}
+
+// The tile's largest score and smallest e_j among the lane's visible keys (`bits`), its
+// query's over both halves of the tile.
+fn tile_top(w: Work, at: u32, u0: u32, bits: u32, ks: f32) -> Soft {
+    var top = NONE;
+    var e = NO_E;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        if ((bits >> j & 1u) != 0u) {
+            top = max(top, s_sh[at + j] * ks);
+            e = min(e, key_exp(w, u0 + j));
         }
     }
     top = max(top, subgroupShuffleXor(top, 1u));
-    let m = max(soft.m, top);
-    let to = pa + q * KT + 16u * (lane % 2u);
+    e = min(e, subgroupShuffleXor(e, 1u));
+    return Soft(top, e, 0.0);
+}
+
+// The lane's weights of the tile into the scratch as f16 parts P = w · 2^{e − e_j + VB},
+// w = e^{s − m}; returns the sum of its w.
+fn weigh(w: Work, lane: u32, at: u32, u0: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
+    let to = w.pa + (lane / 2u) * KT + 16u * (lane % 2u);
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
-        var w = 0.0;
-        if ((seen >> j & 1u) != 0u) {
-            w = exp(s_sh[at + j] * k_scale - m);
+        var pw = 0.0;
+        if ((bits >> j & 1u) != 0u) {
+            let wt = exp(s_sh[at + j] * ks - soft.m);
+            sum += wt;
+            pw = ldexp(wt, soft.e - key_exp(w, u0 + j) + VB);
         }
-        sum += w;
-        let v = w * 4096.0;
-        let hi = bitcast<f32>(bitcast<u32>(v) & 0xffffe000u);
+        let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
         scratch[to + j] = f16(hi);
-        scratch[to + 16u * KT + j] = f16(v - hi);
+        scratch[to + 16u * KT + j] = f16(pw - hi);
     }
-    sum += subgroupShuffleXor(sum, 1u);
-    return vec2<f32>(m, sum);
+    return sum;
 }
 
-// The tile's value sums of the subgroup's queries (weights from pa, values from va in the
-// scratch) into its slice of s_sh, [16 queries][d], 16 dims at a time.
-fn value_sums(sg: u32, pa: u32, va: u32, zero: Acc) {
-    let d = p.d;
-    let vl = va + KT * d;
-    let pl = pa + 16u * KT;
-    for (var n = 0u; n < d; n = n + 16u) {
-        var acc = zero;
-        for (var ks = 0u; ks < KT; ks = ks + 16u) {
-            let ah = coopLoadT<FragA>(&scratch[pa + ks], KT);
-            let al = coopLoadT<FragA>(&scratch[pl + ks], KT);
-            let bh = coopLoadT<FragB>(&scratch[va + ks * d + n], d);
-            let bl = coopLoadT<FragB>(&scratch[vl + ks * d + n], d);
-            acc = mma3(ah, al, bh, bl, acc);
-        }
-        let t = acc;
-        let at = sg * 16u * SS + n;
-        let stride = SS;
-        coopStoreT(t, &s_sh[at], stride);
+// The value sums of dims 16 n … 16 n + 15 plus the tile's weights (hi, lo of keys 0–15,
+// then 16–31) times its values (their tile of dims 0–15 at vt).
+fn value_sums(acc: Acc, ph0: FragA, pl0: FragA, ph1: FragA, pl1: FragA, w: Work, vt: u32, n: u32) -> Acc {
+    let t0 = vt + 256u * n;
+    let t1 = t0 + 16u * p.d;
+    let bh0 = coopLoadT<FragB>(&kv[t0], 16u);
+    let bl0 = coopLoadT<FragB>(&kv[w.part + t0], 16u);
+    let bh1 = coopLoadT<FragB>(&kv[t1], 16u);
+    let bl1 = coopLoadT<FragB>(&kv[w.part + t1], 16u);
+    return mma3(ph1, pl1, bh1, bl1, mma3(ph0, pl0, bh0, bl0, acc));
+}
+
+// The sums times each query's factor (lane l's query's in `f`), through s_sh.
+fn rescaled(acc: Acc, lane: u32, f: f32) -> Acc {
+    let at = SUMS;
+    let stride = 16u;
+    let t = acc;
+    coopStoreT(t, &s_sh[at], stride);
+    workgroupBarrier();
+    let mine = SUMS + (lane / 2u) * 16u + 8u * (lane % 2u);
+    for (var i = 0u; i < 8u; i = i + 1u) {
+        s_sh[mine + i] *= f;
     }
+    workgroupBarrier();
+    let r = coopLoadT<Acc>(&s_sh[at], stride);
+    workgroupBarrier();
+    return r;
 }
 
-// The lane's value sums: o[8 n + i] is dim 16 n + 8 (lane % 2) + i of its query.
-struct Sums {
-    o: array<f32, 64>,
-}
-
-// The lane's sums times alpha plus its dims of the tile's (in s_sh) times `unscale`.
-fn add_tile(sg: u32, lane: u32, alpha: f32, unscale: f32, sums: Sums) -> Sums {
-    var out = sums;
-    let at = sg * 16u * SS + (lane / 2u) * SS + 8u * (lane % 2u);
-    for (var n = 0u; n < 8u; n = n + 1u) {
-        if (16u * n < p.d) {
+// Dims 16 n … 16 n + 15 of the block's sums, each query's times f_sh, written: with
+// `direct` gated into z, else into the partials at `base` (row r0 + i's `step` · i on).
+fn put_sums(acc: Acc, lane: u32, c: u32, r0: u32, last: u32, n: u32, base: u32, step: u32) {
+    let at = SUMS;
+    let stride = 16u;
+    let t = acc;
+    coopStoreT(t, &s_sh[at], stride);
+    workgroupBarrier();
+    if (p.direct != 0u) {
+        let q = lane / 2u;
+        let r = r0 + q / GROUP;
+        if (r <= last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
-                out.o[8u * n + i] = out.o[8u * n + i] * alpha + s_sh[at + 16u * n + i] * unscale;
+                let dim = 8u * (lane % 2u) + i;
+                let v = s_sh[SUMS + q * 16u + dim] * f_sh[q];
+                gate_one(r, c, q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
+            }
+        }
+    } else {
+        // Lane l writes dims 2 (l mod 8) and the next of row l / 8, the four heads a vec4.
+        let row = lane / 8u;
+        if (r0 + row <= last) {
+            for (var i = 0u; i < 2u; i = i + 1u) {
+                let dim = 2u * (lane % 8u) + i;
+                var v: vec4<f32>;
+                for (var h = 0u; h < GROUP; h = h + 1u) {
+                    let q = GROUP * row + h;
+                    v[h] = s_sh[SUMS + q * 16u + dim] * f_sh[q];
+                }
+                part[base + row * step + 2u + 16u * n + dim] = v;
             }
         }
     }
-    return out;
+    workgroupBarrier();
 }
 
-// The lane's query's result: normalised and gated into z, or its partials for the
-// combine.
-fn finish(r: u32, c: u32, g: u32, ch: u32, lane: u32, soft: Soft, sums: Sums) {
-    let half = 8u * (lane % 2u);
-    let base = ((r * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
-    if (p.direct == 0u && half == 0u) {
-        part[base][g] = soft.m;
-        part[base + 1u][g] = soft.l;
-    }
-    for (var n = 0u; n < 8u; n = n + 1u) {
-        if (16u * n < p.d) {
-            for (var i = 0u; i < 8u; i = i + 1u) {
-                let dim = 16u * n + half + i;
-                if (p.direct != 0u) {
-                    gate_one(r, c, g, p.kv_heads, p.d, dim, sums.o[8u * n + i] / soft.l);
-                } else {
-                    part[base + 2u + dim][g] = sums.o[8u * n + i];
+@compute @workgroup_size(32)
+fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let ch = wid.x;
+    let c = wid.y;
+    let r0 = (wid.z + p.block0) * BR;
+    let last = min(r0 + BR, p.rows) - 1u;
+    let d16 = p.d / 16u;
+    let s = span();
+    // The chunk's keys: of the block's walk from its first row's first position, as global
+    // keys of the span [lo, hi).
+    let walk = block_walk(r0, last);
+    let first = walk.lo - s.base;
+    let lo = first + min(ch * p.per, walk.n);
+    let hi = first + min(ch * p.per + p.per, walk.n);
+    // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
+    // written), head q % 4.
+    let q = lane / 2u;
+    let rq = r0 + q / GROUP;
+    let valid = rq <= last;
+    let pos = p.pos0 + min(rq, last);
+    let sn = seen(pos);
+    let rows16 = (p.rows + 15u) / 16u * 16u;
+    let queries = GROUP * p.kv_heads * rows16;
+    let qa = (c * rows16 + r0) * GROUP * p.d;
+    let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
+    let pa = ((wid.z * p.kv_heads + c) * p.chunks + ch) * REGION;
+    let w = Work(c, s.base, qa, queries * p.d, s.len, p.kv_heads * s.len * p.d, pa);
+    let zero = zero_acc(lane);
+    var o0 = zero;
+    var o1 = zero;
+    var o2 = zero;
+    var o3 = zero;
+    var o4 = zero;
+    var o5 = zero;
+    var o6 = zero;
+    var o7 = zero;
+    var soft = Soft(NONE, NO_E, 0.0);
+    var started = false;
+    let at = q * KT + 16u * (lane % 2u);
+    for (var g = lo / KT * KT; g < hi; g = g + KT) {
+        if (lane == 0u) {
+            rise_sh = 0u;
+        }
+        scores(w, g, zero);
+        let u0 = g + 16u * (lane % 2u);
+        let bits = visible(w, u0, lo, hi, sn, pos, valid);
+        workgroupBarrier();
+        let top = tile_top(w, at, u0, bits, ks);
+        let rise = top.m > soft.m + RISE || top.e < soft.e - SLACK;
+        let any = subgroupAny(rise);
+        if (lane == 0u && any) {
+            rise_sh = 1u;
+        }
+        if (workgroupUniformLoad(&rise_sh) != 0u) {
+            let m = max(soft.m, top.m);
+            let e = min(soft.e, top.e);
+            let f = exp(soft.m - m) * exp2(f32(e - soft.e));
+            soft = Soft(m, e, soft.l * exp(soft.m - m));
+            if (started) {
+                o0 = rescaled(o0, lane, f);
+                if (d16 > 1u) {
+                    o1 = rescaled(o1, lane, f);
+                }
+                if (d16 > 2u) {
+                    o2 = rescaled(o2, lane, f);
+                }
+                if (d16 > 3u) {
+                    o3 = rescaled(o3, lane, f);
+                }
+                if (d16 > 4u) {
+                    o4 = rescaled(o4, lane, f);
+                }
+                if (d16 > 5u) {
+                    o5 = rescaled(o5, lane, f);
+                }
+                if (d16 > 6u) {
+                    o6 = rescaled(o6, lane, f);
+                }
+                if (d16 > 7u) {
+                    o7 = rescaled(o7, lane, f);
                 }
             }
         }
-    }
-}
-
-@compute @workgroup_size(128)
-fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let ch = wid.x;
-    let c = wid.y;
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    let r0 = (wid.z + p.block0) * 16u;
-    let last = min(r0 + 16u, p.rows) - 1u;
-    let walk = block_walk(r0, last);
-    let start = min(ch * p.per, walk.n);
-    let end = min(start + p.per, walk.n);
-    // The lane's query: row r0 + 4 sg + q / 4 (past the prompt's end: the last row's mask,
-    // and nothing written), head q % 4.
-    let q = lane / 2u;
-    let rq = r0 + 4u * sg + q / 4u;
-    let row = min(rq, last);
-    let sn = seen(p.pos0 + row);
-    let rows16 = (p.rows + 15u) / 16u * 16u;
-    let queries = GROUP * p.kv_heads * rows16;
-    let qa = ((c * rows16 + r0 + 4u * sg) * GROUP) * p.d;
-    let k_scale = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
-    // The workgroup's region of the scratch: keys, values, then this subgroup's weights.
-    let ka = (((wid.z * p.kv_heads) + c) * p.chunks + ch) * REGION;
-    let va = ka + 2u * KT * p.d;
-    let pa = ka + 4u * KT * 128u + sg * 2u * 16u * KT;
-    let zero = zero_acc(lid);
-    var soft = Soft(NONE, 0.0);
-    var sums: Sums;
-    for (var i = 0u; i < 64u; i = i + 1u) {
-        sums.o[i] = 0.0;
-    }
-    // Each tile's keys and values are read a tile ahead, so that the reads overlap the
-    // tile before.
-    var keys = fetch(lid, c, walk, start, min(KT, end - start), 0u);
-    var vals = fetch(lid, c, walk, start, min(KT, end - start), 1u);
-    for (var t0 = start; t0 < end; t0 = t0 + KT) {
-        let count = min(KT, end - t0);
-        stage(lid, keys, 12, ka);
-        let v = vals;
-        note_vmax(lid, v);
-        if (t0 + KT < end) {
-            keys = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), 0u);
-            vals = fetch(lid, c, walk, t0 + KT, min(KT, end - t0 - KT), 1u);
+        soft.l += weigh(w, lane, at, u0, bits, ks, soft);
+        storageBarrier();
+        workgroupBarrier();
+        let ph0 = coopLoadT<FragA>(&scratch[pa], KT);
+        let pl0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
+        let ph1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
+        let pl1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
+        let vt = 2u * w.part + kv_tile(s.len, c, g, 0u);
+        o0 = value_sums(o0, ph0, pl0, ph1, pl1, w, vt, 0u);
+        if (d16 > 1u) {
+            o1 = value_sums(o1, ph0, pl0, ph1, pl1, w, vt, 1u);
         }
-        storageBarrier();
-        workgroupBarrier();
-        let most = max(max(vmax_sh[0], vmax_sh[1]), max(vmax_sh[2], vmax_sh[3]));
-        let e = clamp(frexp(most).exp, -100, 100);
-        stage(lid, v, 13 - e, va);
-        scores(sg, qa, queries * p.d, ka, zero);
-        // The row's keys among the lane's half of the tile.
-        var visible = 0u;
-        for (var j = 0u; j < 16u; j = j + 1u) {
-            let t = 16u * (lane % 2u) + j;
-            let i = walk_at(walk, t0 + t);
-            visible |= select(0u, 1u << j, t < count && sees(sn, p.pos0 + row, i));
+        if (d16 > 2u) {
+            o2 = value_sums(o2, ph0, pl0, ph1, pl1, w, vt, 2u);
         }
-        storageBarrier();
-        workgroupBarrier();
-        let ml = weigh(sg, lane, visible, k_scale, soft, pa);
-        let alpha = exp(soft.m - ml.x);
-        soft = Soft(ml.x, soft.l * alpha + ml.y);
-        storageBarrier();
-        workgroupBarrier();
-        value_sums(sg, pa, va, zero);
-        workgroupBarrier();
-        sums = add_tile(sg, lane, alpha, ldexp(1.0, e - 25), sums);
+        if (d16 > 3u) {
+            o3 = value_sums(o3, ph0, pl0, ph1, pl1, w, vt, 3u);
+        }
+        if (d16 > 4u) {
+            o4 = value_sums(o4, ph0, pl0, ph1, pl1, w, vt, 4u);
+        }
+        if (d16 > 5u) {
+            o5 = value_sums(o5, ph0, pl0, ph1, pl1, w, vt, 5u);
+        }
+        if (d16 > 6u) {
+            o6 = value_sums(o6, ph0, pl0, ph1, pl1, w, vt, 6u);
+        }
+        if (d16 > 7u) {
+            o7 = value_sums(o7, ph0, pl0, ph1, pl1, w, vt, 7u);
+        }
+        started = true;
     }
-    if (rq <= last) {
-        finish(rq, c, q % GROUP, ch, lane, soft, sums);
+    // The sums out: 2^{−(e + VB)}, and 1/l when direct; else the query's m and l first.
+    let l = soft.l + subgroupShuffleXor(soft.l, 1u);
+    var f = exp2(-f32(soft.e + VB));
+    if (p.direct != 0u) {
+        f /= l;
+    }
+    if (lane % 2u == 0u) {
+        f_sh[q] = f;
+        ml_sh[q] = vec2<f32>(soft.m, l);
+    }
+    workgroupBarrier();
+    let base = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
+    let step = p.kv_heads * p.chunks * (2u + p.d);
+    // Lanes 0–3: each row's m and l, the four heads a vec4.
+    if (p.direct == 0u && lane < BR && r0 + lane <= last) {
+        let h = GROUP * lane;
+        let m = vec4<f32>(ml_sh[h].x, ml_sh[h + 1u].x, ml_sh[h + 2u].x, ml_sh[h + 3u].x);
+        let l4 = vec4<f32>(ml_sh[h].y, ml_sh[h + 1u].y, ml_sh[h + 2u].y, ml_sh[h + 3u].y);
+        part[base + lane * step] = m;
+        part[base + lane * step + 1u] = l4;
+    }
+    put_sums(o0, lane, c, r0, last, 0u, base, step);
+    if (d16 > 1u) {
+        put_sums(o1, lane, c, r0, last, 1u, base, step);
+    }
+    if (d16 > 2u) {
+        put_sums(o2, lane, c, r0, last, 2u, base, step);
+    }
+    if (d16 > 3u) {
+        put_sums(o3, lane, c, r0, last, 3u, base, step);
+    }
+    if (d16 > 4u) {
+        put_sums(o4, lane, c, r0, last, 4u, base, step);
+    }
+    if (d16 > 5u) {
+        put_sums(o5, lane, c, r0, last, 5u, base, step);
+    }
+    if (d16 > 6u) {
+        put_sums(o6, lane, c, r0, last, 6u, base, step);
+    }
+    if (d16 > 7u) {
+        put_sums(o7, lane, c, r0, last, 7u, base, step);
     }
 }
