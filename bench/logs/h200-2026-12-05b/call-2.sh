@@ -5,7 +5,9 @@
 # workgroup memory (DORY_WGPU_COOP_VARIANT=4); then pp512 of the larger config at 4096
 # under each form and diagnostic (1: no value sums' products, 2: no scores' products, 3:
 # neither), at depth 0, and dory-tiny's; the GPU's time by kernel at 4096.
-# Build: `bench/wgpu_h200.sh build`, carry .gl and .wgpu-carry.
+# Not run yet (no device was lent again that session). Its kernel is on the branch
+# attend-coop-4 (main keeps call 1's, the one that ran right on the H200): build there,
+# `git checkout attend-coop-4 && bench/wgpu_h200.sh build`, carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a

@@ -202,7 +202,7 @@ impl Wgpu {
         }
         // Rows see more positions the later they come: the last row sees the most.
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
-        let split = attend::plan(options, c.kv_heads, c.head_dim, most, at.rows, fused);
+        let split = attend::plan(options, c.kv_heads, c.head_dim, most, at.rows, fused, parts.is_some());
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;

@@ -279,8 +279,6 @@ pub struct Options {
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
-    /// attend_coop.wgsl's diagnostic form (its VARIANT; DORY_WGPU_COOP_VARIANT).
-    pub coop_variant: u32,
     /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read.
     pub exit_on_device: bool,
@@ -343,10 +341,9 @@ impl Options {
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            // Off: on the H200 it ran 2.6× slower than attend_rows.wgsl (its cooperative
-            // loads wait on the staged operands; bench/logs/h200-2026-12-03a/call-2).
+            // Off: on the H200 it ran 987 µs a dispatch against attend_rows.wgsl's 808 (the
+            // larger config's pp512 at depth 4096: bench/logs/h200-2026-12-05b/call-1).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
-            coop_variant: std::env::var("DORY_WGPU_COOP_VARIANT").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
@@ -486,12 +483,12 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 21,392 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 3,268 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 21_392 + 1024 + 4096;
+pub const ATTEND_COOP_BYTES: u32 = 3_268 + 1024 + 4096;
 
 /// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
-pub const ATTEND_COOP_REGION: usize = 4 * 2 * 16 * 32;
+pub const ATTEND_COOP_REGION: usize = 2 * 16 * 32;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// the keys' and values' parts (kv_parts.wgsl), and attend_coop.wgsl.
@@ -715,7 +712,7 @@ impl Kernels {
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
                 kv_parts: b.add("kv_parts", "kv_parts", &[]),
-                attend: b.add("attend_coop", "attend_coop", &[("VARIANT", f64::from(options.coop_variant))]),
+                attend: b.add("attend_coop", "attend_coop", &[]),
             }),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),

@@ -40,9 +40,6 @@ fn option_sets() -> Vec<Options> {
     }
     // A prompt's attention on the tensor cores (off by default).
     all.push(Options { attend_coop: true, ..Options::new(Reduce::Subgroup, true, 49152) });
-    for coop_variant in [1, 2, 4] {
-        all.push(Options { attend_coop: true, coop_variant, ..Options::new(Reduce::Subgroup, true, 49152) });
-    }
     all
 }
 

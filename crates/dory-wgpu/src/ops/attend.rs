@@ -148,12 +148,16 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: 
     Split { per, chunks: most.div_ceil(per) }
 }
 
-/// Rows of a block of `attend_rows.wgsl` and `attend_coop.wgsl`.
+/// Rows of a block of `attend_rows.wgsl`.
 pub const BLOCK: usize = 16;
+/// Rows of a block of `attend_coop.wgsl` (its BR): one subgroup's 16 queries.
+pub const COOP_BLOCK: usize = 4;
+/// Workgroups (of one subgroup) that keep the H200 busy with `attend_coop.wgsl`: 16 an SM.
+pub const COOP_GROUPS: usize = 2048;
 /// Keys of a tile of `attend_rows.wgsl` and `attend_coop.wgsl` (their KT).
 const BLOCK_TILE: usize = 32;
 /// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
-/// memory at 128 dims (wider heads go row by row); `attend_coop.wgsl` has as many sums.
+/// memory at 128 dims (wider heads go row by row); `attend_coop.wgsl` holds as many sums.
 const BLOCK_MAX_D: usize = 128;
 
 /// Whether a step's rows take `attend_rows.wgsl`: several rows not prepared by attend.
@@ -169,12 +173,14 @@ pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool, slots: S
 }
 
 /// The split of a step of `rows` rows whose last sees `most` positions, in blocks where
-/// `in_blocks` says so: a block walks the union of its rows' positions, at most BLOCK − 1
-/// more than its last row sees.
-pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool) -> Split {
+/// `in_blocks` says so (of COOP_BLOCK rows where `coop`, on the tensor cores): a block
+/// walks the union of its rows' positions, at most a block's rows − 1 more than its last
+/// row sees.
+pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool, coop: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
-        let walk = most + BLOCK - 1;
-        whole_tiles(split(walk, rows.div_ceil(BLOCK), kv_heads, o.block_per, o.block_groups), walk, BLOCK_TILE)
+        let (block, groups) = if coop { (COOP_BLOCK, COOP_GROUPS) } else { (BLOCK, o.block_groups) };
+        let walk = most + block - 1;
+        whole_tiles(split(walk, rows.div_ceil(block), kv_heads, o.block_per, groups), walk, BLOCK_TILE)
     } else {
         let tile = 256 / o.attend_lanes as usize;
         whole_tiles(split(most, rows, kv_heads, o.attend_per, TARGET_GROUPS), most, tile)
@@ -221,7 +227,7 @@ pub struct CoopBufs<'a> {
 /// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
 /// for each workgroup of the largest dispatch.
 pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
-    let blocks = rows.div_ceil(BLOCK).min(super::MAX_GROUPS);
+    let blocks = rows.div_ceil(COOP_BLOCK).min(super::MAX_GROUPS);
     2 * ATTEND_COOP_REGION * split.chunks * kv_heads * blocks
 }
 
@@ -308,7 +314,7 @@ fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
 /// kv_parts.wgsl), over the step's blocks of rows.
 fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Attend, direct: bool) {
     let mut binds = walk_binds(b);
-    let mut kernel = rec.dev().kernels.attend_rows;
+    let (mut kernel, mut block) = (rec.dev().kernels.attend_rows, BLOCK);
     let kv = c.kv_heads as u32;
     if let (Some(parts), Some(cb), Some(k)) = (b.prep.parts, b.coop, rec.dev().kernels.attend_coop) {
         // Four positions a workgroup, in at most 65,535 workgroups (they loop).
@@ -319,9 +325,9 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
         binds = vec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
         binds.extend([(8, Bind::Buf(cb.scratch.clone())), (9, Bind::Buf(cb.kv_parts.clone()))]);
         binds.extend(join_binds(b));
-        kernel = k.attend;
+        (kernel, block) = (k.attend, COOP_BLOCK);
     }
-    row_batches(a.at.rows.div_ceil(BLOCK), |block0, n| {
+    row_batches(a.at.rows.div_ceil(block), |block0, n| {
         let p = RowsParams { walk: Walk::new(c, a), direct: u32::from(direct), block0, scale: c.attn_scale };
         rec.dispatch(kernel, &binds, &p, [a.split.chunks as u32, kv, n]);
     });

@@ -1,8 +1,7 @@
-// attend_rows.wgsl's work on the tensor cores: a block of 16 rows' four query heads of one
-// KV head over one chunk of the positions the block sees, four subgroups of 32, each 4 rows
-// (16 queries), the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 ×
-// 16, f16 in, f32 accumulated), a tile of 32 keys at a time, the subgroups in step so that
-// each tile's keys and values, read by all four, come from the SM's cache after the first.
+// attend_rows.wgsl's work on the tensor cores: a block of BR = 4 rows' four query heads of
+// one KV head (16 queries) over one chunk of the positions the block sees, in one subgroup
+// of 32, the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 × 16, f16
+// in, f32 accumulated), a tile of 32 keys at a time.
 //
 // Every operand is read straight from its buffer, in f16 parts hi + lo that keep ~22 bits;
 // a product of parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that
@@ -21,11 +20,9 @@
 // values are far below the query's largest loses to f16's underflow only what lies below
 // f32's precision of the sum.
 //
-// Lane l of a subgroup keeps query l / 2 (row l / 8 of its four, head (l / 2) mod 4): its
-// softmax over half l mod 2 of each tile's keys. The weights reach the products through a
-// region of the scratch of the subgroup's own, written a run of 32 halves at a time. The
-// result is attend_rows.wgsl's: with `direct` normalised and gated into z, else the
-// partials in `part` for combine.wgsl.
+// Lane l keeps query l / 2 (row r0 + l / 8, head (l / 2) mod 4): its softmax over half
+// l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with `direct` normalised
+// and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence one named accumulator per 16 dims of the head (d ≤ 128), stored through `let`s.
@@ -37,16 +34,15 @@ enable wgpu_cooperative_matrix;
 // after them (the same buffer, bound twice).
 @group(0) @binding(0) var<storage, read> qh: array<f16>;
 @group(0) @binding(7) var<storage, read> qw: array<f32>;
-// Each subgroup's weights of its tile, [16 queries][KT keys], hi then lo (REGION halves a
-// workgroup): f16 written by lanes and read by a cooperative load, through a buffer as the
-// kernel that ran right on the H200 did (bench/logs/h200-2026-12-03a).
+// Each workgroup's weights of its tile, [16 queries][KT keys], hi then lo (REGION halves):
+// f16 written by lanes and read by a cooperative load, through a buffer as the kernel that
+// ran right on the H200 did (bench/logs/h200-2026-12-03a).
 @group(0) @binding(8) var<storage, read_write> scratch: array<f16>;
 // kv_parts.wgsl's parts of the span.
 @group(0) @binding(9) var<storage, read> kv: array<f16>;
 
-// Diagnostic forms (DORY_WGPU_COOP_VARIANT, a sum of): 1 no value sums' products, 2 no
-// scores' products, 4 the weights through workgroup memory rather than the scratch.
-override VARIANT: u32 = 0u;
+// Rows of a block (attend.rs's COOP_BLOCK).
+const BR: u32 = 4u;
 // Keys of a tile.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
@@ -59,23 +55,17 @@ const VB: i32 = 3;
 const SLACK: i32 = 4;
 // e before any key: above every e_j, so that the first one sets it.
 const NO_E: i32 = 1000;
-// Halves of a subgroup's weights, and of a workgroup's.
-const WEIGHTS: u32 = 2u * 16u * KT;
-const REGION: u32 = 4u * WEIGHTS;
+const REGION: u32 = 2u * 16u * KT;
 
-// Each subgroup's tile of scores, then of weights ([16 queries][KT keys]: 4 × 512), then
-// each one's 16 × 16 tile of sums being rescaled or written out (4 × 256, from SUMS).
-var<workgroup> s_sh: array<f32, 3072>;
-const SUMS: u32 = 2048u;
-// The tile's keys' e_j.
-var<workgroup> e_sh: array<i32, 32>;
+// The tile's scores [16 queries][KT keys], then a 16 × 16 tile of sums being rescaled or
+// written out.
+var<workgroup> s_sh: array<f32, 768>;
+const SUMS: u32 = 512u;
 // Each query's factor on its sums as they are written, and its m and l for the partials.
-var<workgroup> f_sh: array<f32, 64>;
-var<workgroup> ml_sh: array<vec2<f32>, 64>;
-// VARIANT 4: each subgroup's weights.
-var<workgroup> p_sh: array<f16, 4096>;
-// Whether a query of each subgroup rescales at this tile.
-var<workgroup> rise_sh: array<u32, 4>;
+var<workgroup> f_sh: array<f32, 16>;
+var<workgroup> ml_sh: array<vec2<f32>, 16>;
+// Whether a query of the block rescales at this tile.
+var<workgroup> rise_sh: u32;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -86,9 +76,9 @@ fn mma3(ah: FragA, al: FragA, bh: FragB, bl: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(ah, bh, coopMultiplyAdd(ah, bl, coopMultiplyAdd(al, bh, c)));
 }
 
-// What a subgroup works on: KV head c, the span's first position, its queries' parts from
-// qa (lo parts ql halves on), the span's len and a part's halves, its weights' region in
-// the scratch, and its slices of s_sh (`at`: its scores; `sums`).
+// What the subgroup works on: KV head c, its queries' parts from qa (lo parts ql halves
+// on), the span's first position, len and a part's halves, and its weights' region in the
+// scratch.
 struct Work {
     c: u32,
     base: u32,
@@ -97,13 +87,11 @@ struct Work {
     len: u32,
     part: u32,
     pa: u32,
-    at: u32,
-    sums: u32,
 }
 
-// An accumulator of zeros (every invocation of the workgroup calls it).
-fn zero_acc(lid: u32) -> Acc {
-    for (var i = lid; i < 256u; i = i + 128u) {
+// An accumulator of zeros.
+fn zero_acc(lane: u32) -> Acc {
+    for (var i = lane; i < 256u; i = i + 32u) {
         s_sh[SUMS + i] = 0.0;
     }
     workgroupBarrier();
@@ -112,16 +100,14 @@ fn zero_acc(lid: u32) -> Acc {
     return zero;
 }
 
-// The subgroup's scores of the tile of keys g … g + 31 into its slice of s_sh, [16 queries]
-// [KT keys].
+// The scores of the tile of keys g … g + 31 into s_sh, [16 queries][KT keys].
 fn scores(w: Work, g: u32, zero: Acc) {
     let d = p.d;
     let k0 = kv_tile(w.len, w.c, g, 0u);
     let k1 = kv_tile(w.len, w.c, g + 16u, 0u);
     var s0 = zero;
     var s1 = zero;
-    let d16 = select(d / 16u, 0u, (VARIANT & 2u) != 0u);
-    for (var k = 0u; k < d16; k = k + 1u) {
+    for (var k = 0u; k < d / 16u; k = k + 1u) {
         let ah = coopLoadT<FragA>(&qh[w.qa + 16u * k], d);
         let al = coopLoadT<FragA>(&qh[w.ql + w.qa + 16u * k], d);
         let bh0 = coopLoad<FragB>(&kv[k0 + 256u * k], 16u);
@@ -131,8 +117,8 @@ fn scores(w: Work, g: u32, zero: Acc) {
         s0 = mma3(ah, al, bh0, bl0, s0);
         s1 = mma3(ah, al, bh1, bl1, s1);
     }
-    let at = w.at;
-    let next = w.at + 16u;
+    let at = 0u;
+    let next = 16u;
     let stride = KT;
     let t0 = s0;
     coopStoreT(t0, &s_sh[at], stride);
@@ -160,15 +146,20 @@ fn visible(w: Work, u0: u32, lo: u32, hi: u32, sn: Seen, pos: u32, valid: bool) 
     return bits;
 }
 
-// The tile's largest score and smallest e_j among the lane's visible keys (`bits`, from
-// key `half` of the tile, its scores from `at`), its query's over both halves of the tile.
-fn tile_top(at: u32, half: u32, bits: u32, ks: f32) -> Soft {
+// e_j of key u of the subgroup's KV head.
+fn key_exp(w: Work, u: u32) -> i32 {
+    return i32(f32(kv[4u * w.part + w.c * w.len + u]));
+}
+
+// The tile's largest score and smallest e_j among the lane's visible keys (`bits`), its
+// query's over both halves of the tile.
+fn tile_top(w: Work, at: u32, u0: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
     for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
             top = max(top, s_sh[at + j] * ks);
-            e = min(e, e_sh[half + j]);
+            e = min(e, key_exp(w, u0 + j));
         }
     }
     top = max(top, subgroupShuffleXor(top, 1u));
@@ -176,44 +167,28 @@ fn tile_top(at: u32, half: u32, bits: u32, ks: f32) -> Soft {
     return Soft(top, e, 0.0);
 }
 
-// The lane's weights of the tile, P = w · 2^{e − e_j + VB} with w = e^{s − m}, in place of
-// its scores; returns the sum of its w.
-fn weigh(at: u32, half: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
+// The lane's weights of the tile into the scratch as f16 parts P = w · 2^{e − e_j + VB},
+// w = e^{s − m}; returns the sum of its w.
+fn weigh(w: Work, lane: u32, at: u32, u0: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
+    let to = w.pa + (lane / 2u) * KT + 16u * (lane % 2u);
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
         if ((bits >> j & 1u) != 0u) {
             let wt = exp(s_sh[at + j] * ks - soft.m);
             sum += wt;
-            pw = ldexp(wt, soft.e - e_sh[half + j] + VB);
+            pw = ldexp(wt, soft.e - key_exp(w, u0 + j) + VB);
         }
-        s_sh[at + j] = pw;
+        let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
+        scratch[to + j] = f16(hi);
+        scratch[to + 16u * KT + j] = f16(pw - hi);
     }
     return sum;
-}
-
-// The subgroup's weights (its slice of s_sh, from `at`) into its region of the scratch as
-// f16 parts, a run of 32 halves at a time.
-fn put_weights(at: u32, pa: u32, lane: u32) {
-    for (var i = lane; i < 16u * KT; i = i + 32u) {
-        let v = s_sh[at + i];
-        let hi = bitcast<f32>(bitcast<u32>(v) & 0xffffe000u);
-        if ((VARIANT & 4u) != 0u) {
-            p_sh[2u * at + i] = f16(hi);
-            p_sh[2u * at + 16u * KT + i] = f16(v - hi);
-        } else {
-            scratch[pa + i] = f16(hi);
-            scratch[pa + 16u * KT + i] = f16(v - hi);
-        }
-    }
 }
 
 // The value sums of dims 16 n … 16 n + 15 plus the tile's weights (hi, lo of keys 0–15,
 // then 16–31) times its values (their tile of dims 0–15 at vt).
 fn value_sums(acc: Acc, ph0: FragA, pl0: FragA, ph1: FragA, pl1: FragA, w: Work, vt: u32, n: u32) -> Acc {
-    if ((VARIANT & 1u) != 0u) {
-        return acc;
-    }
     let t0 = vt + 256u * n;
     let t1 = t0 + 16u * p.d;
     let bh0 = coopLoadT<FragB>(&kv[t0], 16u);
@@ -223,15 +198,14 @@ fn value_sums(acc: Acc, ph0: FragA, pl0: FragA, ph1: FragA, pl1: FragA, w: Work,
     return mma3(ph1, pl1, bh1, bl1, mma3(ph0, pl0, bh0, bl0, acc));
 }
 
-// The sums times each query's factor (lane l's query's in `f`), through the subgroup's
-// slice of s_sh (every invocation of the workgroup calls it).
-fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
-    let at = w.sums;
+// The sums times each query's factor (lane l's query's in `f`), through s_sh.
+fn rescaled(acc: Acc, lane: u32, f: f32) -> Acc {
+    let at = SUMS;
     let stride = 16u;
     let t = acc;
     coopStoreT(t, &s_sh[at], stride);
     workgroupBarrier();
-    let mine = w.sums + (lane / 2u) * 16u + 8u * (lane % 2u);
+    let mine = SUMS + (lane / 2u) * 16u + 8u * (lane % 2u);
     for (var i = 0u; i < 8u; i = i + 1u) {
         s_sh[mine + i] *= f;
     }
@@ -241,74 +215,59 @@ fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
     return r;
 }
 
-// Where a subgroup writes its rows: rows r0 … last of the prompt, whose partials start at
-// `base` (row r0 + i's `step` · i on), and query q's factor at f_sh[fq + q].
-struct Out {
-    r0: u32,
-    last: u32,
-    base: u32,
-    step: u32,
-    fq: u32,
-}
-
-// Dims 16 n … 16 n + 15 of the subgroup's sums, each query's times its factor, written:
-// with `direct` gated into z, else into the partials (every invocation of the workgroup
-// calls it).
-fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
-    let at = w.sums;
+// Dims 16 n … 16 n + 15 of the block's sums, each query's times f_sh, written: with
+// `direct` gated into z, else into the partials at `base` (row r0 + i's `step` · i on).
+fn put_sums(acc: Acc, lane: u32, c: u32, r0: u32, last: u32, n: u32, base: u32, step: u32) {
+    let at = SUMS;
     let stride = 16u;
     let t = acc;
     coopStoreT(t, &s_sh[at], stride);
     workgroupBarrier();
     if (p.direct != 0u) {
         let q = lane / 2u;
-        let r = o.r0 + q / GROUP;
-        if (r <= o.last) {
+        let r = r0 + q / GROUP;
+        if (r <= last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
                 let dim = 8u * (lane % 2u) + i;
-                let v = s_sh[w.sums + q * 16u + dim] * f_sh[o.fq + q];
-                gate_one(r, w.c, q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
+                let v = s_sh[SUMS + q * 16u + dim] * f_sh[q];
+                gate_one(r, c, q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
             }
         }
     } else {
         // Lane l writes dims 2 (l mod 8) and the next of row l / 8, the four heads a vec4.
         let row = lane / 8u;
-        if (o.r0 + row <= o.last) {
+        if (r0 + row <= last) {
             for (var i = 0u; i < 2u; i = i + 1u) {
                 let dim = 2u * (lane % 8u) + i;
                 var v: vec4<f32>;
                 for (var h = 0u; h < GROUP; h = h + 1u) {
                     let q = GROUP * row + h;
-                    v[h] = s_sh[w.sums + q * 16u + dim] * f_sh[o.fq + q];
+                    v[h] = s_sh[SUMS + q * 16u + dim] * f_sh[q];
                 }
-                part[o.base + row * o.step + 2u + 16u * n + dim] = v;
+                part[base + row * step + 2u + 16u * n + dim] = v;
             }
         }
     }
     workgroupBarrier();
 }
 
-@compute @workgroup_size(128)
-fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+@compute @workgroup_size(32)
+fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;
-    let sg = lid / 32u;
-    let lane = lid % 32u;
-    let b0 = (wid.z + p.block0) * 16u;
-    let last = min(b0 + 16u, p.rows) - 1u;
-    let r0 = b0 + 4u * sg;
+    let r0 = (wid.z + p.block0) * BR;
+    let last = min(r0 + BR, p.rows) - 1u;
     let d16 = p.d / 16u;
     let s = span();
-    // The chunk's keys: of the block's walk from its first row's first position, as keys
-    // of the span [lo, hi).
-    let walk = block_walk(b0, last);
+    // The chunk's keys: of the block's walk from its first row's first position, as global
+    // keys of the span [lo, hi).
+    let walk = block_walk(r0, last);
     let first = walk.lo - s.base;
     let lo = first + min(ch * p.per, walk.n);
     let hi = first + min(ch * p.per + p.per, walk.n);
     // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
-    // written), head q % 4; its half of each tile's keys.
+    // written), head q % 4.
     let q = lane / 2u;
-    let half = 16u * (lane % 2u);
     let rq = r0 + q / GROUP;
     let valid = rq <= last;
     let pos = p.pos0 + min(rq, last);
@@ -317,11 +276,9 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let queries = GROUP * p.kv_heads * rows16;
     let qa = (c * rows16 + r0) * GROUP * p.d;
     let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
-    let pa = ((wid.z * p.kv_heads + c) * p.chunks + ch) * REGION + sg * WEIGHTS;
-    let part_len = p.kv_heads * s.len * p.d;
-    let w = Work(c, s.base, qa, queries * p.d, s.len, part_len, pa, 512u * sg, SUMS + 256u * sg);
-    let at = w.at + q * KT + half;
-    let zero = zero_acc(lid);
+    let pa = ((wid.z * p.kv_heads + c) * p.chunks + ch) * REGION;
+    let w = Work(c, s.base, qa, queries * p.d, s.len, p.kv_heads * s.len * p.d, pa);
+    let zero = zero_acc(lane);
     var o0 = zero;
     var o1 = zero;
     var o2 = zero;
@@ -332,71 +289,59 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var o7 = zero;
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
+    let at = q * KT + 16u * (lane % 2u);
     for (var g = lo / KT * KT; g < hi; g = g + KT) {
-        if (lid < 32u) {
-            e_sh[lid] = i32(f32(kv[4u * part_len + c * s.len + g + lid]));
+        if (lane == 0u) {
+            rise_sh = 0u;
         }
         scores(w, g, zero);
-        let bits = visible(w, g + half, lo, hi, sn, pos, valid);
+        let u0 = g + 16u * (lane % 2u);
+        let bits = visible(w, u0, lo, hi, sn, pos, valid);
         workgroupBarrier();
-        let top = tile_top(at, half, bits, ks);
-        let any = subgroupAny(top.m > soft.m + RISE || top.e < soft.e - SLACK);
-        if (lane == 0u) {
-            rise_sh[sg] = u32(any);
+        let top = tile_top(w, at, u0, bits, ks);
+        let rise = top.m > soft.m + RISE || top.e < soft.e - SLACK;
+        let any = subgroupAny(rise);
+        if (lane == 0u && any) {
+            rise_sh = 1u;
         }
-        let rises = workgroupUniformLoad(&rise_sh);
-        if ((rises[0] | rises[1] | rises[2] | rises[3]) != 0u) {
+        if (workgroupUniformLoad(&rise_sh) != 0u) {
             let m = max(soft.m, top.m);
             let e = min(soft.e, top.e);
             let f = exp(soft.m - m) * exp2(f32(e - soft.e));
             soft = Soft(m, e, soft.l * exp(soft.m - m));
             if (started) {
-                o0 = rescaled(o0, w, lane, f);
+                o0 = rescaled(o0, lane, f);
                 if (d16 > 1u) {
-                    o1 = rescaled(o1, w, lane, f);
+                    o1 = rescaled(o1, lane, f);
                 }
                 if (d16 > 2u) {
-                    o2 = rescaled(o2, w, lane, f);
+                    o2 = rescaled(o2, lane, f);
                 }
                 if (d16 > 3u) {
-                    o3 = rescaled(o3, w, lane, f);
+                    o3 = rescaled(o3, lane, f);
                 }
                 if (d16 > 4u) {
-                    o4 = rescaled(o4, w, lane, f);
+                    o4 = rescaled(o4, lane, f);
                 }
                 if (d16 > 5u) {
-                    o5 = rescaled(o5, w, lane, f);
+                    o5 = rescaled(o5, lane, f);
                 }
                 if (d16 > 6u) {
-                    o6 = rescaled(o6, w, lane, f);
+                    o6 = rescaled(o6, lane, f);
                 }
                 if (d16 > 7u) {
-                    o7 = rescaled(o7, w, lane, f);
+                    o7 = rescaled(o7, lane, f);
                 }
             }
         }
-        soft.l += weigh(at, half, bits, ks, soft);
-        workgroupBarrier();
-        put_weights(w.at, pa, lane);
+        soft.l += weigh(w, lane, at, u0, bits, ks, soft);
         storageBarrier();
         workgroupBarrier();
-        var ph0: FragA;
-        var pl0: FragA;
-        var ph1: FragA;
-        var pl1: FragA;
-        if ((VARIANT & 4u) != 0u) {
-            let ps = 2u * w.at;
-            ph0 = coopLoadT<FragA>(&p_sh[ps], KT);
-            pl0 = coopLoadT<FragA>(&p_sh[ps + 16u * KT], KT);
-            ph1 = coopLoadT<FragA>(&p_sh[ps + 16u], KT);
-            pl1 = coopLoadT<FragA>(&p_sh[ps + 16u * KT + 16u], KT);
-        } else {
-            ph0 = coopLoadT<FragA>(&scratch[pa], KT);
-            pl0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
-            ph1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
-            pl1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
-        }
-        let vt = 2u * part_len + kv_tile(s.len, c, g, 0u);
+        let ph0 = coopLoadT<FragA>(&scratch[pa], KT);
+        let pl0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
+        let ph1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
+        let pl1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
+        let vt = 2u * w.part + kv_tile(s.len, c, g, 0u);
         o0 = value_sums(o0, ph0, pl0, ph1, pl1, w, vt, 0u);
         if (d16 > 1u) {
             o1 = value_sums(o1, ph0, pl0, ph1, pl1, w, vt, 1u);
@@ -421,47 +366,47 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         }
         started = true;
     }
-    // The sums out: 2^{−(e + VB)}, and 1/l when direct; the partials' m and l first.
+    // The sums out: 2^{−(e + VB)}, and 1/l when direct; else the query's m and l first.
     let l = soft.l + subgroupShuffleXor(soft.l, 1u);
     var f = exp2(-f32(soft.e + VB));
     if (p.direct != 0u) {
         f /= l;
     }
     if (lane % 2u == 0u) {
-        f_sh[16u * sg + q] = f;
-        ml_sh[16u * sg + q] = vec2<f32>(soft.m, l);
+        f_sh[q] = f;
+        ml_sh[q] = vec2<f32>(soft.m, l);
     }
     workgroupBarrier();
+    let base = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
     let step = p.kv_heads * p.chunks * (2u + p.d);
-    let o = Out(r0, last, ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d), step, 16u * sg);
-    // Lanes 0–3 of each subgroup: a row's m and l, the four heads a vec4.
-    if (p.direct == 0u && lane < 4u && r0 + lane <= last) {
-        let h = 16u * sg + GROUP * lane;
+    // Lanes 0–3: each row's m and l, the four heads a vec4.
+    if (p.direct == 0u && lane < BR && r0 + lane <= last) {
+        let h = GROUP * lane;
         let m = vec4<f32>(ml_sh[h].x, ml_sh[h + 1u].x, ml_sh[h + 2u].x, ml_sh[h + 3u].x);
         let l4 = vec4<f32>(ml_sh[h].y, ml_sh[h + 1u].y, ml_sh[h + 2u].y, ml_sh[h + 3u].y);
-        part[o.base + lane * step] = m;
-        part[o.base + lane * step + 1u] = l4;
+        part[base + lane * step] = m;
+        part[base + lane * step + 1u] = l4;
     }
-    put_sums(o0, w, lane, o, 0u);
+    put_sums(o0, lane, c, r0, last, 0u, base, step);
     if (d16 > 1u) {
-        put_sums(o1, w, lane, o, 1u);
+        put_sums(o1, lane, c, r0, last, 1u, base, step);
     }
     if (d16 > 2u) {
-        put_sums(o2, w, lane, o, 2u);
+        put_sums(o2, lane, c, r0, last, 2u, base, step);
     }
     if (d16 > 3u) {
-        put_sums(o3, w, lane, o, 3u);
+        put_sums(o3, lane, c, r0, last, 3u, base, step);
     }
     if (d16 > 4u) {
-        put_sums(o4, w, lane, o, 4u);
+        put_sums(o4, lane, c, r0, last, 4u, base, step);
     }
     if (d16 > 5u) {
-        put_sums(o5, w, lane, o, 5u);
+        put_sums(o5, lane, c, r0, last, 5u, base, step);
     }
     if (d16 > 6u) {
-        put_sums(o6, w, lane, o, 6u);
+        put_sums(o6, lane, c, r0, last, 6u, base, step);
     }
     if (d16 > 7u) {
-        put_sums(o7, w, lane, o, 7u);
+        put_sums(o7, lane, c, r0, last, 7u, base, step);
     }
 }
