@@ -207,14 +207,8 @@ impl Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
-        if parts.is_some() {
-            let scratch_len = attend::scratch_len(split, at.rows, c.kv_heads);
-            let kv_len = attend::kv_parts_len(slots, at, c.kv_heads, c.head_dim);
-            if !grown(&mut self.rec, &mut self.scratch, scratch_len, "attention scratch")
-                || !grown(&mut self.rec, &mut self.kv_parts, kv_len, "keys' and values' parts")
-            {
-                return;
-            }
+        if parts.is_some() && !coop_grown(&mut self.rec, [&mut self.scratch, &mut self.kv_parts], c, split, at, slots) {
+            return;
         }
         let gate_scale = &weights.gate_scale;
         let coop = parts.map(|_| CoopBufs { scratch: &self.scratch, kv_parts: &self.kv_parts });
@@ -555,6 +549,21 @@ impl Backend for Wgpu {
     fn discard(&mut self) {
         self.rec.discard();
     }
+}
+
+/// attend_coop.wgsl's scratch and kv_parts.wgsl's parts grown for a step of `at` cut as
+/// `split` (false: failed, and recorded).
+fn coop_grown(
+    rec: &mut Recorder,
+    [scratch, kv_parts]: [&mut Arc<Store>; 2],
+    c: &dory::Config,
+    split: attend::Split,
+    at: Rows,
+    slots: Slots,
+) -> bool {
+    let kv_len = attend::kv_parts_len(slots, at, c.kv_heads, c.head_dim);
+    grown(rec, scratch, attend::scratch_len(split, at.rows, c.kv_heads), "attention scratch")
+        && grown(rec, kv_parts, kv_len, "keys' and values' parts")
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which

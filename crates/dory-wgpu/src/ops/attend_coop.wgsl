@@ -25,7 +25,8 @@
 // and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence one named accumulator per 16 dims of the head (d ≤ 128), stored through `let`s.
+// hence a struct of one accumulator per 16 dims of the head (d ≤ 128), stored through
+// `let`s.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -251,13 +252,153 @@ fn put_sums(acc: Acc, lane: u32, c: u32, r0: u32, last: u32, n: u32, base: u32, 
     workgroupBarrier();
 }
 
+// A block's value sums, 16 dims each (d ≤ 128; those past d unused).
+struct Sums {
+    o0: Acc,
+    o1: Acc,
+    o2: Acc,
+    o3: Acc,
+    o4: Acc,
+    o5: Acc,
+    o6: Acc,
+    o7: Acc,
+}
+
+// A tile's weights: hi and lo parts of keys 0–15, then of keys 16–31.
+struct Weights {
+    h0: FragA,
+    l0: FragA,
+    h1: FragA,
+    l1: FragA,
+}
+
+// Every sum times its query's factor (`rescaled`).
+fn sums_rescaled(s: Sums, lane: u32, f: f32) -> Sums {
+    let d16 = p.d / 16u;
+    var r = s;
+    r.o0 = rescaled(s.o0, lane, f);
+    if (d16 > 1u) {
+        r.o1 = rescaled(s.o1, lane, f);
+    }
+    if (d16 > 2u) {
+        r.o2 = rescaled(s.o2, lane, f);
+    }
+    if (d16 > 3u) {
+        r.o3 = rescaled(s.o3, lane, f);
+    }
+    if (d16 > 4u) {
+        r.o4 = rescaled(s.o4, lane, f);
+    }
+    if (d16 > 5u) {
+        r.o5 = rescaled(s.o5, lane, f);
+    }
+    if (d16 > 6u) {
+        r.o6 = rescaled(s.o6, lane, f);
+    }
+    if (d16 > 7u) {
+        r.o7 = rescaled(s.o7, lane, f);
+    }
+    return r;
+}
+
+// Every sum plus the tile's weights times its values (`value_sums`).
+fn sums_added(s: Sums, pw: Weights, w: Work, vt: u32) -> Sums {
+    let d16 = p.d / 16u;
+    var r = s;
+    r.o0 = value_sums(s.o0, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 0u);
+    if (d16 > 1u) {
+        r.o1 = value_sums(s.o1, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 1u);
+    }
+    if (d16 > 2u) {
+        r.o2 = value_sums(s.o2, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 2u);
+    }
+    if (d16 > 3u) {
+        r.o3 = value_sums(s.o3, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 3u);
+    }
+    if (d16 > 4u) {
+        r.o4 = value_sums(s.o4, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 4u);
+    }
+    if (d16 > 5u) {
+        r.o5 = value_sums(s.o5, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 5u);
+    }
+    if (d16 > 6u) {
+        r.o6 = value_sums(s.o6, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 6u);
+    }
+    if (d16 > 7u) {
+        r.o7 = value_sums(s.o7, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 7u);
+    }
+    return r;
+}
+
+// Every sum written (`put_sums`).
+fn sums_out(s: Sums, lane: u32, c: u32, r0: u32, last: u32, base: u32, step: u32) {
+    let d16 = p.d / 16u;
+    put_sums(s.o0, lane, c, r0, last, 0u, base, step);
+    if (d16 > 1u) {
+        put_sums(s.o1, lane, c, r0, last, 1u, base, step);
+    }
+    if (d16 > 2u) {
+        put_sums(s.o2, lane, c, r0, last, 2u, base, step);
+    }
+    if (d16 > 3u) {
+        put_sums(s.o3, lane, c, r0, last, 3u, base, step);
+    }
+    if (d16 > 4u) {
+        put_sums(s.o4, lane, c, r0, last, 4u, base, step);
+    }
+    if (d16 > 5u) {
+        put_sums(s.o5, lane, c, r0, last, 5u, base, step);
+    }
+    if (d16 > 6u) {
+        put_sums(s.o6, lane, c, r0, last, 6u, base, step);
+    }
+    if (d16 > 7u) {
+        put_sums(s.o7, lane, c, r0, last, 7u, base, step);
+    }
+}
+
+// The block's results out: the sums times 2^{−(e + VB)}, and 1/l when direct; else the
+// queries' m and l first (every invocation of the workgroup calls it).
+fn finish(sums: Sums, soft: Soft, lane: u32, c: u32, ch: u32, r0: u32, last: u32) {
+    let q = lane / 2u;
+    let l = soft.l + subgroupShuffleXor(soft.l, 1u);
+    var f = exp2(-f32(soft.e + VB));
+    if (p.direct != 0u) {
+        f /= l;
+    }
+    if (lane % 2u == 0u) {
+        f_sh[q] = f;
+        ml_sh[q] = vec2<f32>(soft.m, l);
+    }
+    workgroupBarrier();
+    let base = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
+    let step = p.kv_heads * p.chunks * (2u + p.d);
+    // Lanes 0–3: each row's m and l, the four heads a vec4.
+    if (p.direct == 0u && lane < BR && r0 + lane <= last) {
+        let h = GROUP * lane;
+        let m = vec4<f32>(ml_sh[h].x, ml_sh[h + 1u].x, ml_sh[h + 2u].x, ml_sh[h + 3u].x);
+        let l4 = vec4<f32>(ml_sh[h].y, ml_sh[h + 1u].y, ml_sh[h + 2u].y, ml_sh[h + 3u].y);
+        part[base + lane * step] = m;
+        part[base + lane * step + 1u] = l4;
+    }
+    sums_out(sums, lane, c, r0, last, base, step);
+}
+
+// The workgroup's weights of its tile, from the scratch at pa.
+fn weights(pa: u32) -> Weights {
+    let h0 = coopLoadT<FragA>(&scratch[pa], KT);
+    let l0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
+    let h1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
+    let l1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
+    return Weights(h0, l0, h1, l1);
+}
+
 @compute @workgroup_size(32)
 fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;
     let r0 = (wid.z + p.block0) * BR;
     let last = min(r0 + BR, p.rows) - 1u;
-    let d16 = p.d / 16u;
     let s = span();
     // The chunk's keys: of the block's walk from its first row's first position, as global
     // keys of the span [lo, hi).
@@ -279,14 +420,7 @@ fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id
     let pa = ((wid.z * p.kv_heads + c) * p.chunks + ch) * REGION;
     let w = Work(c, s.base, qa, queries * p.d, s.len, p.kv_heads * s.len * p.d, pa);
     let zero = zero_acc(lane);
-    var o0 = zero;
-    var o1 = zero;
-    var o2 = zero;
-    var o3 = zero;
-    var o4 = zero;
-    var o5 = zero;
-    var o6 = zero;
-    var o7 = zero;
+    var sums = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
     let at = q * KT + 16u * (lane % 2u);
@@ -310,103 +444,15 @@ fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id
             let f = exp(soft.m - m) * exp2(f32(e - soft.e));
             soft = Soft(m, e, soft.l * exp(soft.m - m));
             if (started) {
-                o0 = rescaled(o0, lane, f);
-                if (d16 > 1u) {
-                    o1 = rescaled(o1, lane, f);
-                }
-                if (d16 > 2u) {
-                    o2 = rescaled(o2, lane, f);
-                }
-                if (d16 > 3u) {
-                    o3 = rescaled(o3, lane, f);
-                }
-                if (d16 > 4u) {
-                    o4 = rescaled(o4, lane, f);
-                }
-                if (d16 > 5u) {
-                    o5 = rescaled(o5, lane, f);
-                }
-                if (d16 > 6u) {
-                    o6 = rescaled(o6, lane, f);
-                }
-                if (d16 > 7u) {
-                    o7 = rescaled(o7, lane, f);
-                }
+                sums = sums_rescaled(sums, lane, f);
             }
         }
         soft.l += weigh(w, lane, at, u0, bits, ks, soft);
         storageBarrier();
         workgroupBarrier();
-        let ph0 = coopLoadT<FragA>(&scratch[pa], KT);
-        let pl0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
-        let ph1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
-        let pl1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
         let vt = 2u * w.part + kv_tile(s.len, c, g, 0u);
-        o0 = value_sums(o0, ph0, pl0, ph1, pl1, w, vt, 0u);
-        if (d16 > 1u) {
-            o1 = value_sums(o1, ph0, pl0, ph1, pl1, w, vt, 1u);
-        }
-        if (d16 > 2u) {
-            o2 = value_sums(o2, ph0, pl0, ph1, pl1, w, vt, 2u);
-        }
-        if (d16 > 3u) {
-            o3 = value_sums(o3, ph0, pl0, ph1, pl1, w, vt, 3u);
-        }
-        if (d16 > 4u) {
-            o4 = value_sums(o4, ph0, pl0, ph1, pl1, w, vt, 4u);
-        }
-        if (d16 > 5u) {
-            o5 = value_sums(o5, ph0, pl0, ph1, pl1, w, vt, 5u);
-        }
-        if (d16 > 6u) {
-            o6 = value_sums(o6, ph0, pl0, ph1, pl1, w, vt, 6u);
-        }
-        if (d16 > 7u) {
-            o7 = value_sums(o7, ph0, pl0, ph1, pl1, w, vt, 7u);
-        }
+        sums = sums_added(sums, weights(pa), w, vt);
         started = true;
     }
-    // The sums out: 2^{−(e + VB)}, and 1/l when direct; else the query's m and l first.
-    let l = soft.l + subgroupShuffleXor(soft.l, 1u);
-    var f = exp2(-f32(soft.e + VB));
-    if (p.direct != 0u) {
-        f /= l;
-    }
-    if (lane % 2u == 0u) {
-        f_sh[q] = f;
-        ml_sh[q] = vec2<f32>(soft.m, l);
-    }
-    workgroupBarrier();
-    let base = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
-    let step = p.kv_heads * p.chunks * (2u + p.d);
-    // Lanes 0–3: each row's m and l, the four heads a vec4.
-    if (p.direct == 0u && lane < BR && r0 + lane <= last) {
-        let h = GROUP * lane;
-        let m = vec4<f32>(ml_sh[h].x, ml_sh[h + 1u].x, ml_sh[h + 2u].x, ml_sh[h + 3u].x);
-        let l4 = vec4<f32>(ml_sh[h].y, ml_sh[h + 1u].y, ml_sh[h + 2u].y, ml_sh[h + 3u].y);
-        part[base + lane * step] = m;
-        part[base + lane * step + 1u] = l4;
-    }
-    put_sums(o0, lane, c, r0, last, 0u, base, step);
-    if (d16 > 1u) {
-        put_sums(o1, lane, c, r0, last, 1u, base, step);
-    }
-    if (d16 > 2u) {
-        put_sums(o2, lane, c, r0, last, 2u, base, step);
-    }
-    if (d16 > 3u) {
-        put_sums(o3, lane, c, r0, last, 3u, base, step);
-    }
-    if (d16 > 4u) {
-        put_sums(o4, lane, c, r0, last, 4u, base, step);
-    }
-    if (d16 > 5u) {
-        put_sums(o5, lane, c, r0, last, 5u, base, step);
-    }
-    if (d16 > 6u) {
-        put_sums(o6, lane, c, r0, last, 6u, base, step);
-    }
-    if (d16 > 7u) {
-        put_sums(o7, lane, c, r0, last, 7u, base, step);
-    }
+    finish(sums, soft, lane, c, ch, r0, last);
 }
