@@ -108,18 +108,7 @@ ab=$([ "${2:-}" = ab ] && echo 1 || echo 0)
 
 out=${OUT:-bench/out}
 mkdir -p "$out"
-# The binaries come compressed.
-for f in $carry/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
-# The Vulkan loader (the device README's recipe).
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-# Where the NVIDIA machines keep their Vulkan driver (the device README's fallback).
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-[ -f $icd ] && export VK_DRIVER_FILES=$icd
-# The test binary finds the fixtures and the shipped model in this copy (not at the path
-# it was built at, which is another folder there).
-export DORY_REPO=$PWD
-dory=$carry/dory
+source bench/device_setup.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 # No adapter: say why and stop, rather than spend the call on failures.
 if ! $dory info --backend wgpu --model models/dory-tiny | grep '^backend'; then

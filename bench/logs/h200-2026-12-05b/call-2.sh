@@ -11,12 +11,7 @@
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
-for f in .wgpu-carry/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export DORY_REPO=$PWD
-dory=.wgpu-carry/dory
+source bench/device_setup.sh
 for v in 0 4; do
     DORY_WGPU_COOP_VARIANT=$v CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME \
         > $o/a/wgpu_tests_v$v.log
