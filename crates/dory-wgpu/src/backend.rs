@@ -207,11 +207,10 @@ impl Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
-        if parts.is_some() && !coop_grown(&mut self.rec, [&mut self.scratch, &mut self.kv_parts], c, split, at, slots) {
-            return;
-        }
+        let stores = [&mut self.scratch, &mut self.kv_parts];
+        let Some(len) = coop_grown(&mut self.rec, stores, c, split, at, parts.map(|_| &layer.keys)) else { return };
         let gate_scale = &weights.gate_scale;
-        let coop = parts.map(|_| CoopBufs { scratch: &self.scratch, kv_parts: &self.kv_parts });
+        let coop = parts.map(|_| CoopBufs { scratch: &self.scratch, kv_parts: &self.kv_parts, len });
         let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, coop };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
@@ -552,18 +551,23 @@ impl Backend for Wgpu {
 }
 
 /// attend_coop.wgsl's scratch and kv_parts.wgsl's parts grown for a step of `at` cut as
-/// `split` (false: failed, and recorded).
+/// `split` where it runs (`keys`, the layer's, given): the span's len (`attend::span_len`,
+/// from the first row's first position, the layer having no sinks; 0 where it does not
+/// run), or None where growing failed (recorded).
 fn coop_grown(
     rec: &mut Recorder,
     [scratch, kv_parts]: [&mut Arc<Store>; 2],
     c: &dory::Config,
     split: attend::Split,
     at: Rows,
-    slots: Slots,
-) -> bool {
-    let kv_len = attend::kv_parts_len(slots, at, c.kv_heads, c.head_dim);
-    grown(rec, scratch, attend::scratch_len(split, at.rows, c.kv_heads), "attention scratch")
-        && grown(rec, kv_parts, kv_len, "keys' and values' parts")
+    keys: Option<&Keys>,
+) -> Option<usize> {
+    let Some(keys) = keys else { return Some(0) };
+    let len = attend::span_len(keys.visible(at.pos0).next().unwrap_or(at.pos0), at);
+    let kv_len = attend::kv_parts_len(len, c.kv_heads, c.head_dim);
+    let ok = grown(rec, scratch, attend::scratch_len(split, at.rows, c.kv_heads), "attention scratch")
+        && grown(rec, kv_parts, kv_len, "keys' and values' parts");
+    ok.then_some(len)
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which

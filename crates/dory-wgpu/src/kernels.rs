@@ -131,7 +131,7 @@ pub const MODULES: &[Module] = &[
             "attend_coop",
             include_str!("ops/attend_coop.wgsl"),
             attend::RowsParams::FIELDS,
-            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention, Lib::Span],
+            &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Attention, Lib::Span, Lib::Hi],
         )
     },
     module(

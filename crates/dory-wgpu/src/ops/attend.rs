@@ -217,11 +217,13 @@ pub struct AttendBufs<'a> {
     pub coop: Option<CoopBufs<'a>>,
 }
 
-/// The buffers of a prompt's attention on the tensor cores.
+/// The buffers of a prompt's attention on the tensor cores, and the span's `len` they
+/// were sized for (`span_len`).
 #[derive(Clone, Copy)]
 pub struct CoopBufs<'a> {
     pub scratch: &'a Arc<Store>,
     pub kv_parts: &'a Arc<Store>,
+    pub len: usize,
 }
 
 /// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
@@ -231,18 +233,17 @@ pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
     2 * ATTEND_COOP_REGION * split.chunks * kv_heads * blocks
 }
 
-/// Bytes of kv_parts.wgsl's parts for the rows `at`: four parts and an exponent of each
-/// position of the span.
-pub fn kv_parts_len(slots: Slots, at: Rows, kv_heads: usize, d: usize) -> usize {
-    2 * (4 * d + 1) * kv_heads * span_len(slots, at)
+/// Bytes of kv_parts.wgsl's parts for a span of `len`: four parts and an exponent of each
+/// position.
+pub fn kv_parts_len(len: usize, kv_heads: usize, d: usize) -> usize {
+    2 * (4 * d + 1) * kv_heads * len
 }
 
-/// span.wgsl's `len` for the rows `at` (a layer without sinks): from the first row's first
-/// position to the last row's, rounded up to tiles of 32, and one more.
-fn span_len(slots: Slots, at: Rows) -> usize {
-    let window = slots.window as usize;
-    let base = if window != 0 && at.pos0 + 1 > window { at.pos0 + 1 - window } else { 0 };
-    (at.pos0 + at.rows - base).next_multiple_of(32) + 32
+/// span.wgsl's `len` for the rows `at` of a layer without sinks whose first row sees from
+/// position `first` on: to the last row's position, rounded up to tiles of 32, and one
+/// more.
+pub fn span_len(first: usize, at: Rows) -> usize {
+    (at.end() - first).next_multiple_of(32) + 32
 }
 
 /// prep.wgsl's work, when attend does it (one row): the step's RoPE table in the
@@ -318,10 +319,9 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
     let kv = c.kv_heads as u32;
     if let (Some(parts), Some(cb), Some(k)) = (b.prep.parts, b.coop, rec.dev().kernels.attend_coop) {
         // Four positions a workgroup, in at most 65,535 workgroups (they loop).
-        let len = span_len(a.slots, a.at);
         let p = RowsParams { walk: Walk::new(c, a), direct: 0, block0: 0, scale: c.attn_scale };
         let kv_binds = [binds[1].clone(), binds[2].clone(), (9, Bind::Buf(cb.kv_parts.clone()))];
-        rec.dispatch(k.kv_parts, &kv_binds, &p, [len.div_ceil(4).min(super::MAX_GROUPS) as u32, kv, 1]);
+        rec.dispatch(k.kv_parts, &kv_binds, &p, [cb.len.div_ceil(4).min(super::MAX_GROUPS) as u32, kv, 1]);
         binds = vec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
         binds.extend([(8, Bind::Buf(cb.scratch.clone())), (9, Bind::Buf(cb.kv_parts.clone()))]);
         binds.extend(join_binds(b));

@@ -180,7 +180,7 @@ fn weigh(w: Work, lane: u32, at: u32, u0: u32, bits: u32, ks: f32, soft: Soft) -
             sum += wt;
             pw = ldexp(wt, soft.e - key_exp(w, u0 + j) + VB);
         }
-        let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
+        let hi = hi11(vec4<f32>(pw)).x;
         scratch[to + j] = f16(hi);
         scratch[to + 16u * KT + j] = f16(pw - hi);
     }
