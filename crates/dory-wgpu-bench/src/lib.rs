@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dory::exit::{Criterion, ExitRule};
 use dory::weights::{DType, Stored, TensorView};
 use dory_wgpu::hooks::{self, gpu_err, upload_matrix, upload_q8, Input, Matrix, Q8Rows, Recorder, Store};
 use dory_wgpu::GpuDevice;
@@ -97,6 +98,35 @@ pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     let cpu = t0.elapsed().as_secs_f64() / many as f64;
     rec.submit(Some((&buf, 4)))?;
     Ok((gpu, cpu))
+}
+
+/// GPU seconds a dependent dispatch costs as `dispatch_cost` times it, when it is indirect
+/// as every dispatch of a decoding step after its first exit test is
+/// (`Recorder::skip_from`): with the counts it was recorded with, and emptied, as exit.wgsl
+/// empties them where the rule holds (here a rule that always holds: confidence ≥ 0).
+pub fn indirect_dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
+    let (src, buf) = (Store::new(dev, 1024, "dispatch probe source")?, Store::new(dev, 1024, "dispatch probe")?);
+    let v = 256;
+    let (logits, kept) =
+        (Store::new(dev, 4 * (v as u64 + 2), "exit probe logits")?, Store::new(dev, 4 * v as u64, "exit probe kept")?);
+    let always = ExitRule { criterion: Criterion::Confidence, threshold: 0.0, min_passes: 1 };
+    let mut rec = Recorder::new(dev.clone())?;
+    let many = 2000;
+    let mut time = |emptied: bool| {
+        gpu_time(&mut rec, 5, many, |rec, i| {
+            if i == 0 {
+                match emptied {
+                    true => hooks::exit_test(rec, &always, 1, &logits, &kept, v),
+                    false => {
+                        rec.skip_args();
+                        rec.skip_from();
+                    }
+                }
+            }
+            hooks::copy(rec, &buf, 1, &src, 0, 1);
+        })
+    };
+    Ok((time(false)?, time(true)?))
 }
 
 /// Where the tensor-core GEMM's step (8 fragments, 16 products of f16 × f16 → f32) can

@@ -280,7 +280,8 @@ pub struct Options {
     /// (asked for: not yet faster).
     pub attend_coop: bool,
     /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
-    /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read.
+    /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
+    /// (the next step recorded while that read comes back).
     pub exit_on_device: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.

@@ -39,6 +39,7 @@ pub mod hooks {
     pub use crate::error::gpu_err;
     pub use crate::model::{upload_matrix, upload_q8, Matrix, Q8Rows};
     pub use crate::ops::copy::{run as copy, run4 as copy4};
+    pub use crate::ops::exit::record as exit_test;
     pub use crate::ops::matmul::{fuses, kernel_name, q8_tiles, record as project, Input};
     pub use crate::record::{Recorder, Store};
 }

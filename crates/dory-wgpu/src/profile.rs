@@ -4,8 +4,10 @@
 //! not the engine's; the GPU times are, and `report` sets them beside each other.
 //! With `DORY_WGPU_PROFILE=host` the submissions run as always and the host's wall time
 //! is split instead: recording (between submissions), the encoding's steps (uploads, bind
-//! groups, the compute pass, finishing the command buffer), submitting, and waiting for
-//! read-backs — where a small model's token goes when the GPU is not the bound.
+//! groups, the compute pass, finishing the command buffer), submitting, recording ahead
+//! of a read-back and encoding held ops (the next decoding step, while the device runs this
+//! one), and waiting for read-backs — where a small model's token goes when the GPU is not
+//! the bound.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -36,21 +38,28 @@ pub enum Phase {
     Pass,
     Finish,
     Submit,
+    /// Recording while a read-back is on its way (the next decoding step, held or run
+    /// ahead), up to the wait or the held ops' encoding.
+    Ahead,
+    /// Encoding the held ops (`Recorder::hold`) into their command buffer.
+    Held,
     Wait,
 }
 
-const PHASES: [&str; 7] = [
+const PHASES: [&str; 9] = [
     "recording (between submissions)",
     "encoding: uploads",
     "encoding: bind groups",
     "encoding: the compute pass",
     "encoding: finishing",
     "submitting",
+    "recording ahead of a read-back",
+    "encoding held ops",
     "waiting for read-backs",
 ];
 
 /// Per phase: (times, nanoseconds).
-static HOST: Mutex<[(u64, f64); 7]> = Mutex::new([(0, 0.0); 7]);
+static HOST: Mutex<[(u64, f64); 9]> = Mutex::new([(0, 0.0); 9]);
 
 pub fn add_host(phase: Phase, ns: f64) {
     let mut h = HOST.lock().expect("profile lock");

@@ -498,6 +498,7 @@ impl Recorder {
     /// them, and the recording goes on where it was parked.
     fn end_hold(&mut self) {
         let Some((cmds, uploads, error)) = self.ahead.parked.take() else { return };
+        let host = self.lap_ahead();
         let held_cmds = std::mem::replace(&mut self.cmds, cmds);
         let held_uploads = std::mem::replace(&mut self.uploads, uploads);
         let held_error = std::mem::replace(&mut self.error, error);
@@ -506,6 +507,20 @@ impl Recorder {
             Some(e) => Err(e),
             None => self.encode_held(&held_cmds, held_uploads, token),
         });
+        if let Some(t) = host {
+            profile::add_host(Phase::Held, t.elapsed().as_nanos() as f64);
+            self.returned = Some(Instant::now());
+        }
+    }
+
+    /// With the host profiled, the time since the last submission or wait returned as
+    /// recording ahead of a read-back; now.
+    fn lap_ahead(&mut self) -> Option<Instant> {
+        let now = profile::host().then(Instant::now)?;
+        if let Some(last) = self.returned {
+            profile::add_host(Phase::Ahead, (now - last).as_nanos() as f64);
+        }
+        Some(now)
     }
 
     fn encode_held(&mut self, cmds: &[Cmd], uploads: Vec<u32>, token: Option<usize>) -> dory::Result<Held> {
@@ -525,7 +540,7 @@ impl Recorder {
 
     /// Waits for a read's copy and mapping.
     fn wait(&mut self, p: Pending) -> dory::Result<Vec<u32>> {
-        let host = profile::host().then(Instant::now);
+        let host = self.lap_ahead();
         let words = wait_mapped(&self.dev.device, &p.staging, p.bytes, &p.mapped, Some(p.index));
         if let Some(t) = host {
             profile::add_host(Phase::Wait, t.elapsed().as_nanos() as f64);

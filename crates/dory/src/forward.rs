@@ -378,8 +378,21 @@ impl<B: Backend> Forward<B> {
                 self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
                 on_device = true;
             } else {
-                let logits = if std::mem::take(&mut kept) {
+                let both = std::mem::take(&mut kept);
+                if both {
                     self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);
+                }
+                // The next step is recorded while this read-out comes back, as at a step's
+                // last read: where the rule holds, this is that read.
+                let ahead = self.backend.holds() && !self.row_by_row(at.pos0 + 1);
+                if ahead {
+                    let sc = self.scratch.as_ref().expect("prepared");
+                    let (buf, len) = if both { (&sc.kept, 2 * v) } else { (&sc.logits, v) };
+                    self.backend.read_begin(buf, len);
+                    self.record_next(at, exit, false);
+                }
+                let sc = self.scratch.as_ref().expect("prepared");
+                let logits = if both {
                     let mut both = self.backend.read(&sc.kept, 2 * v)?;
                     let logits = both.split_off(v);
                     previous = Some(exit::log_softmax(&both));
@@ -392,7 +405,12 @@ impl<B: Backend> Forward<B> {
                     return Ok(Decoded { logits, passes: k });
                 }
                 previous = Some(logp);
+                // The row goes on: the step recorded ahead is dropped unrun. The caches stay
+                // laid out for it, which serves this row too (a single row's layout does
+                // not move, and only grows with the end).
+                self.drop_ahead();
             }
+            let sc = self.scratch.as_mut().expect("prepared");
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
@@ -458,27 +476,8 @@ impl<B: Backend> Forward<B> {
         if self.backend.holds() && !self.row_by_row(next.pos0) {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, len);
-            // The caches laid out for the next step now, unheld: what a dropped step leaves
-            // is what any step at that position would. A failure here is that step's, not
-            // this one's: it is not held, and its own decode prepares again and reports it.
-            if self.prepare(next, 1, 1).is_ok() {
-                // Only a step read once runs ahead: a read-out the host tests is a wait.
-                let greedy = self.greedy && self.read_once(exit);
-                let sc = self.scratch.as_mut().expect("prepared");
-                let token = if greedy && self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) {
-                    Token::Greedy { token: u32::MAX }
-                } else {
-                    self.backend.hold();
-                    self.backend.embed_held(&mut sc.x);
-                    Token::Held
-                };
-                self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
-                let first = self.passes_to_read(next, 1, exit);
-                if matches!(token, Token::Greedy { .. }) {
-                    self.backend.flush();
-                }
-                self.ahead = Some(Ahead { pos: next.pos0, first, token });
-            }
+            // Only a step read once runs ahead: a read-out the host tests is a wait.
+            self.record_next(at, exit, self.greedy && self.read_once(exit));
         }
         let sc = self.scratch.as_ref().expect("prepared");
         let mut logits = self.backend.read(&sc.logits, len)?;
@@ -503,6 +502,34 @@ impl<B: Backend> Forward<B> {
             *token = argmax(&logits);
         }
         Ok((logits, left))
+    }
+
+    /// Records the step after the row at `at` ahead of its token, while a read begun
+    /// (`read_begin`) comes back: held, its token given at `release`, or with `greedy` run
+    /// at once on the device's argmax of these logits. The caches are laid out for it
+    /// first, unheld: what a dropped step leaves is what any step at that position would.
+    /// A failure there is that step's, not this one's: it is not held, and its own decode
+    /// prepares again and reports it.
+    fn record_next(&mut self, at: Rows, exit: &ExitRule, greedy: bool) {
+        let next = Rows { pos0: at.pos0 + 1, rows: 1 };
+        if self.prepare(next, 1, 1).is_err() {
+            return;
+        }
+        let v = self.config.vocab_size;
+        let sc = self.scratch.as_mut().expect("prepared");
+        let token = if greedy && self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) {
+            Token::Greedy { token: u32::MAX }
+        } else {
+            self.backend.hold();
+            self.backend.embed_held(&mut sc.x);
+            Token::Held
+        };
+        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+        let first = self.passes_to_read(next, 1, exit);
+        if matches!(token, Token::Greedy { .. }) {
+            self.backend.flush();
+        }
+        self.ahead = Some(Ahead { pos: next.pos0, first, token });
     }
 
     /// Drops a step recorded ahead.

@@ -1,6 +1,7 @@
 //! `dory-wgpu-kernels [--config CONFIG.json | --model DIR] [--dtypes f16,bf16,q8_0] [--quick | --gemm]`:
 //! kernel benchmarks on the best adapter, as JSON lines, then a table. First the floors
-//! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU);
+//! of a decoded token: a copy's bandwidth and a dependent dispatch's cost (GPU and CPU;
+//! on the GPU also indirect, as after an exit test, and emptied, as where its rule holds);
 //! with a model, its weight bytes and dispatches per token and the floors they give, and
 //! the time of its chain of stages when each only streams its bytes (`decode_chain`). Then
 //! every projection of the config's shapes, timed alone on the GPU: one row (a decoded
@@ -55,6 +56,7 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     bench::warm_up(dev, Duration::from_millis(700)).map_err(err)?;
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
+    let (indirect_gpu, emptied_gpu) = bench::indirect_dispatch_cost(dev).map_err(err)?;
     let fma = bench::fma_peak(dev).map_err(err)?;
     let steps = bench::step_rates(dev).map_err(err)?;
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
@@ -71,7 +73,8 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let mut floors = json!({"adapter": dev.describe(), "copy_bytes_per_s": bandwidth, "l2_read_bytes_per_s": l2,
         "mlp_fused": mlp.into_iter().collect::<dory::Result<Vec<_>>>().map_err(err)?,
         "grid_sync": sync.into_iter().collect::<Result<Vec<_>, _>>()?,
-        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu, "tensor_f16_flops_per_s": steps.map(|s| s[0]),
+        "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu,
+        "dispatch_indirect_gpu_s": indirect_gpu, "dispatch_emptied_gpu_s": emptied_gpu, "tensor_f16_flops_per_s": steps.map(|s| s[0]),
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
             json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
     let config = match (arg("--model"), arg("--config")) {

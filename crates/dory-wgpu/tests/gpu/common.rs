@@ -37,14 +37,23 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // The kernels the defaults leave out: the single-row projection, with the
             // residual fused into it, bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
-            // residual's dispatch.
+            // residual's dispatch; and exit rules tested where the defaults do not.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
             let gemv1 = Gemv1 { xs: Options::xs_most(shared.caps.workgroup_bytes), ..o.gemv1 };
             let coop_slicing = Slicing { most: 1, ..o.coop_slicing };
-            let (bf16_as_f16, fuse_split) = (!o.bf16_as_f16, false);
-            let options = Options { gemv1, fuse_residual: true, bf16_as_f16, coop_slicing, fuse_split, q8: true, ..o };
+            let (bf16_as_f16, fuse_split, exit_on_device) = (!o.bf16_as_f16, false, !o.exit_on_device);
+            let options = Options {
+                gemv1,
+                fuse_residual: true,
+                bf16_as_f16,
+                coop_slicing,
+                fuse_split,
+                exit_on_device,
+                q8: true,
+                ..o
+            };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
             // with a prompt's attention on the tensor cores where the defaults leave it off.
