@@ -7,16 +7,43 @@
 // Query heads per KV head (attention.wgsl's GROUP; spec §1: H = 4K).
 const GROUP: u32 = 4u;
 
+// The most lanes that share a (KV head, dim)'s chunks.
+const JOIN_LANES: u32 = 8u;
+
+// A run of chunks joined so far, for a KV head's four query heads at one dim: the
+// greatest maximum `top`, and the sums and value sums rescaled to it.
+struct Joined {
+    top: vec4<f32>,
+    sum: vec4<f32>,
+    acc: vec4<f32>,
+}
+
+// Lanes that share each (KV head, dim) of a row `kd` wide: as many as the workgroup's 256
+// invocations hold, up to JOIN_LANES (a power of two).
+fn join_lanes(kd: u32) -> u32 {
+    var lanes = 1u;
+    while (lanes < JOIN_LANES && 2u * lanes * kd <= 256u) {
+        lanes = 2u * lanes;
+    }
+    return lanes;
+}
+
 // x ← the gated attention output of row r, from `chunks` chunks of partials per KV head:
 // for each KV head c and dim, the four query heads' M = max of the chunks' maxima, out =
-// Σ acc e^{m − M} / Σ l e^{m − M}, times the gates. Each invocation walks its (head,
-// dim)'s chunks alone, the gates loaded first. Every invocation of the workgroup (256)
-// must call it; x is complete after it.
+// Σ acc e^{m − M} / Σ l e^{m − M}, times the gates. `join_lanes` lanes share each
+// (head, dim), each walking every lanes-th chunk, four chunks' loads at a time (named, so
+// that one round trip brings them all; an array indexed in a loop would live in memory on
+// the H200), as an online softmax; the lanes' runs meet in a reduction. The gates are
+// loaded first. Every invocation of the workgroup (256) must call it; x is complete after.
 fn join_row(lid: u32, r: u32, kv_heads: u32, d: u32, chunks: u32) {
     let kd = kv_heads * d;
+    let lanes = join_lanes(kd);
     // A row of qkvg: H·d + K·d + K·d + H·d with H = GROUP·K, the gates last.
     let gates = (2u * GROUP + 2u) * kd * r + (GROUP + 2u) * kd;
-    for (var e = lid; e < kd; e = e + 256u) {
+    let t = lid % lanes;
+    for (var base = 0u; base < kd; base = base + 256u / lanes) {
+        // Lanes past the row repeat its last (head, dim) and put nothing.
+        let e = min(base + lid / lanes, kd - 1u);
         let c = e / d;
         let dim = e % d;
         var g: vec4<f32>;
@@ -25,22 +52,54 @@ fn join_row(lid: u32, r: u32, kv_heads: u32, d: u32, chunks: u32) {
             g[h] = join_gate(gates + i, i);
         }
         let first = (r * kv_heads + c) * chunks * (2u + d);
-        var top = vec4<f32>(-3.0e38);
-        for (var ch = 0u; ch < chunks; ch = ch + 1u) {
-            top = max(top, join_part(first + ch * (2u + d)));
+        var run = Joined(vec4<f32>(-3.0e38), vec4<f32>(0.0), vec4<f32>(0.0));
+        for (var ch = t; ch < chunks; ch = ch + 4u * lanes) {
+            run = join_four(run, first, ch, lanes, chunks, d, dim);
         }
-        var sum = vec4<f32>(0.0);
-        var acc = vec4<f32>(0.0);
-        for (var ch = 0u; ch < chunks; ch = ch + 1u) {
-            let at = first + ch * (2u + d);
-            let s = exp(join_part(at) - top);
-            sum += join_part(at + 1u) * s;
-            acc += join_part(at + 2u + dim) * s;
-        }
-        let out = acc / sum;
-        for (var h = 0u; h < GROUP; h = h + 1u) {
-            join_put((GROUP * c + h) * d + dim, out[h] * g[h]);
+        let top = seg_max4(run.top, lid, lanes);
+        let w = exp(run.top - top);
+        let sum = seg_sum4(run.sum * w, lid, lanes);
+        let acc = seg_sum4(run.acc * w, lid, lanes);
+        if (t == 0u && base + lid / lanes < kd) {
+            let out = acc / sum;
+            for (var h = 0u; h < GROUP; h = h + 1u) {
+                join_put((GROUP * c + h) * d + dim, out[h] * g[h]);
+            }
         }
     }
     workgroupBarrier();
+}
+
+// `run` joined with chunks ch, ch + lanes, ch + 2 lanes and ch + 3 lanes (those below
+// `chunks`; ch is) of the partials from `first`, at dim `dim`.
+fn join_four(run: Joined, first: u32, ch: u32, lanes: u32, chunks: u32, d: u32, dim: u32) -> Joined {
+    let stride = 2u + d;
+    let c1 = ch + lanes;
+    let c2 = ch + 2u * lanes;
+    let c3 = ch + 3u * lanes;
+    let a0 = first + ch * stride;
+    let a1 = first + min(c1, chunks - 1u) * stride;
+    let a2 = first + min(c2, chunks - 1u) * stride;
+    let a3 = first + min(c3, chunks - 1u) * stride;
+    let m0 = join_part(a0);
+    let m1 = join_part(a1);
+    let m2 = join_part(a2);
+    let m3 = join_part(a3);
+    let l0 = join_part(a0 + 1u);
+    let l1 = join_part(a1 + 1u);
+    let l2 = join_part(a2 + 1u);
+    let l3 = join_part(a3 + 1u);
+    let v0 = join_part(a0 + 2u + dim);
+    let v1 = join_part(a1 + 2u + dim);
+    let v2 = join_part(a2 + 2u + dim);
+    let v3 = join_part(a3 + 2u + dim);
+    let top = max(max(run.top, m0), max(max(m1, m2), m3));
+    let k = exp(run.top - top);
+    let w0 = exp(m0 - top);
+    let w1 = select(vec4<f32>(0.0), exp(m1 - top), c1 < chunks);
+    let w2 = select(vec4<f32>(0.0), exp(m2 - top), c2 < chunks);
+    let w3 = select(vec4<f32>(0.0), exp(m3 - top), c3 < chunks);
+    let sum = run.sum * k + ((l0 * w0 + l1 * w1) + (l2 * w2 + l3 * w3));
+    let acc = run.acc * k + ((v0 * w0 + v1 * w1) + (v2 * w2 + v3 * w3));
+    return Joined(top, sum, acc);
 }
