@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Written 2026-12-05 (fourth session), when no device was lent; for the next session's first
-# call, on main's build (`bench/wgpu_h200.sh build`, carry .gl and .wgpu-carry).
+# call, on main's build with the binary before join.wgsl's rewrite beside it (for call-2.sh)
+# (`bench/wgpu_h200.sh build e2a9afb`, carry .gl and .wgpu-carry).
 # 1. The GPU tests: main's attend_coop (restructured after 2026-12-05b's call 1) has not run
 #    on tensor cores since.
 # 2. Why dory-tiny decodes slower under its exit rule (2.24 passes a token, ~1,134 tok/s)
@@ -14,6 +15,7 @@
 #    come back, as a step's last read does: Forward::record_next); the host's time by phase
 #    (now with "recording ahead of a read-back" and "encoding held ops") and the GPU's by
 #    kernel.
+# call-2.sh follows on the same build.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a $o/b
