@@ -524,6 +524,10 @@ impl Backend for Wgpu {
 
     fn embed_greedy(&mut self, x: &mut GpuBuf, logits: &mut GpuBuf, v: usize) -> bool {
         self.rec.begin_op();
+        // The step runs after this one, which the device is still running: in one
+        // submission, at `flush` (on the H200: dory-tiny 1.08–1.13×, the larger config
+        // 1.03–1.07×, bench/logs/h200-2026-12-05c/call-6).
+        self.rec.unbatched();
         embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);
         true
     }

@@ -34,16 +34,20 @@ use crate::profile::{self, Phase};
 const MIN_BATCH: usize = 16;
 const MAX_BATCH: usize = 64;
 
-/// The batch for a step of `dispatches`.
-fn batch_for(dispatches: usize) -> usize {
+/// The batch DORY_WGPU_BATCH fixes, if it does.
+fn batch_fixed() -> Option<usize> {
     static FIXED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let fixed = FIXED.get_or_init(|| {
+    *FIXED.get_or_init(|| {
         std::env::var("DORY_WGPU_BATCH").ok().and_then(|v| v.parse::<usize>().ok()).map(|n| match n {
             0 => usize::MAX,
             n => n,
         })
-    });
-    fixed.unwrap_or((dispatches / 4).clamp(MIN_BATCH, MAX_BATCH))
+    })
+}
+
+/// The batch for a step of `dispatches`.
+fn batch_for(dispatches: usize) -> usize {
+    batch_fixed().unwrap_or((dispatches / 4).clamp(MIN_BATCH, MAX_BATCH))
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -155,6 +159,9 @@ pub struct Recorder {
     returned: Option<Instant>,
     /// Dispatches that make the next batch.
     batch: usize,
+    /// From `unbatched` to the next `flush`: no batch is sent (a greedy decoder's next
+    /// step, recorded while the device runs this one, goes in one submission).
+    unbatched: bool,
     /// Dispatches recorded since the last sync point.
     since_sync: usize,
     /// Held ops and early reads (boxed: a session's size stays a CPU one's).
@@ -246,6 +253,7 @@ impl Recorder {
             error: None,
             returned: None,
             batch: batch_for(0),
+            unbatched: false,
             since_sync: 0,
             ahead: Box::default(),
         })
@@ -265,7 +273,8 @@ impl Recorder {
     pub fn begin_op(&mut self) {
         // Not `submit`, which would wait for a read begun (a greedy decoder's next step is
         // recorded while its logits come back).
-        if self.ahead.parked.is_none() && self.skipping.is_none() && self.cmds.len() >= self.batch {
+        let batched = !self.unbatched && self.skipping.is_none();
+        if self.ahead.parked.is_none() && batched && self.cmds.len() >= self.batch {
             if let Err(e) = self.send(None, None) {
                 self.fail(e);
             }
@@ -465,6 +474,14 @@ impl Recorder {
         }
     }
 
+    /// Sends no batch until the next `flush`: for ops recorded while the device is still
+    /// busy with earlier ones, whose batches would only add submissions (each ~15 µs of
+    /// the host's time to submit, besides its encoding). Not where DORY_WGPU_BATCH fixes
+    /// the batches.
+    pub fn unbatched(&mut self) {
+        self.unbatched = batch_fixed().is_none();
+    }
+
     /// The held ops' upload at word `at` (recorded while holding) is the token that
     /// `release` is given.
     pub fn token_at(&mut self, at: u32) {
@@ -552,6 +569,7 @@ impl Recorder {
     /// Submits everything recorded, then the held ops `then`; with `read`, `bytes` of that
     /// buffer are copied back after them and their mapping begun.
     fn send(&mut self, read: Option<(&Store, u64)>, then: Option<Held>) -> dory::Result<Option<Pending>> {
+        self.unbatched = false;
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();
