@@ -197,12 +197,19 @@ struct Held {
     uploads: Vec<u32>,
     arena: Arc<Store>,
     token: Option<usize>,
+    /// The counts of its region that may be skipped (a step that tests its exit rule on
+    /// the device), and the buffer they go to.
+    skips: Option<(Vec<u32>, Arc<Store>)>,
 }
 
 impl Held {
-    fn write_uploads(&self, dev: &GpuDevice) {
+    /// Writes its uploads and its counts, as it is submitted.
+    fn write(&self, dev: &GpuDevice) {
         if !self.uploads.is_empty() {
             dev.queue.write_buffer(&self.arena.buffer, 0, bytemuck::cast_slice(&self.uploads));
+        }
+        if let Some((counts, args)) = &self.skips {
+            dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(counts));
         }
     }
 }
@@ -499,6 +506,10 @@ impl Recorder {
                 h.uploads[at] = token;
             }
         }
+        if self.skipping.is_some() && held.as_ref().is_some_and(|h| h.skips.is_some()) {
+            // Both regions count in the same buffer: each goes in a submission of its own.
+            self.send(None, None)?;
+        }
         self.send(None, held).map(|_| ())
     }
 
@@ -506,6 +517,8 @@ impl Recorder {
     pub fn discard(&mut self) {
         if let Some((cmds, uploads, error)) = self.ahead.parked.take() {
             (self.cmds, self.uploads, self.error) = (cmds, uploads, error);
+            // A region begun while holding was the held ops'.
+            self.skipping = None;
         }
         self.ahead.held = None;
         self.ahead.token = None;
@@ -520,9 +533,11 @@ impl Recorder {
         let held_uploads = std::mem::replace(&mut self.uploads, uploads);
         let held_error = std::mem::replace(&mut self.error, error);
         let token = self.ahead.token.take();
+        // A region begun while holding is the held ops' (`hold` begins none).
+        let skipping = self.skipping.take();
         self.ahead.held = Some(match held_error {
             Some(e) => Err(e),
-            None => self.encode_held(&held_cmds, held_uploads, token),
+            None => self.encode_held(&held_cmds, held_uploads, token, skipping),
         });
         if let Some(t) = host {
             profile::add_host(Phase::Held, t.elapsed().as_nanos() as f64);
@@ -540,7 +555,17 @@ impl Recorder {
         Some(now)
     }
 
-    fn encode_held(&mut self, cmds: &[Cmd], uploads: Vec<u32>, token: Option<usize>) -> dory::Result<Held> {
+    fn encode_held(
+        &mut self,
+        cmds: &[Cmd],
+        uploads: Vec<u32>,
+        token: Option<usize>,
+        skipping: Option<Vec<u32>>,
+    ) -> dory::Result<Held> {
+        let skips = match skipping {
+            Some(counts) => Some((counted(counts)?, self.skip_args_made()?)),
+            None => None,
+        };
         let bytes = 4 * uploads.len() as u64;
         if self.ahead.upload.as_ref().is_none_or(|u| u.bytes < bytes) {
             self.ahead.upload = Some(Store::new(&self.dev, bytes.next_power_of_two(), "held uploads")?);
@@ -551,8 +576,8 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
         let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
-        encode(&self.dev, &mut enc, cmds, &groups, None, false, None);
-        Ok(Held { buffer: enc.finish(), uploads, arena, token })
+        encode(&self.dev, &mut enc, cmds, &groups, None, false, skips.as_ref().map(|(_, args)| &**args));
+        Ok(Held { buffer: enc.finish(), uploads, arena, token, skips })
     }
 
     /// Waits for a read's copy and mapping.
@@ -590,7 +615,7 @@ impl Recorder {
         let mut since = host;
         if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
             // Only held ops (a decoding step with its token among them): no encoder.
-            held.write_uploads(&self.dev);
+            held.write(&self.dev);
             self.dev.queue.submit(then.map(|h| h.buffer));
             lap(Phase::Submit, &mut since);
             self.returned = since;
@@ -619,7 +644,7 @@ impl Recorder {
         lap(Phase::Finish, &mut since);
         let index = match then {
             Some(held) => {
-                held.write_uploads(&dev);
+                held.write(&dev);
                 dev.queue.submit([buffer, held.buffer])
             }
             None => dev.queue.submit([buffer]),
@@ -646,17 +671,17 @@ impl Recorder {
 
     /// Writes the counts of a region that may be skipped (`skip_from`), which ends here.
     fn write_skip_args(&mut self) -> dory::Result<()> {
-        let Some(mut counts) = self.skipping.take() else { return Ok(()) };
-        let n = (counts.len() - 1) / 3;
-        if n > SKIP_MOST {
-            return Err(gpu_err(format!("a step of {n} dispatches after an exit test, over {SKIP_MOST}")));
-        }
-        counts[0] = n as u32;
-        let Some(args) = self.skip_args.as_ref() else {
-            return Err(gpu_err("a region that may be skipped without its counts' buffer (skip_args)"));
-        };
-        self.dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(&counts));
+        let Some(counts) = self.skipping.take() else { return Ok(()) };
+        let counts = counted(counts)?;
+        self.dev.queue.write_buffer(&self.skip_args_made()?.buffer, 0, bytemuck::cast_slice(&counts));
         Ok(())
+    }
+
+    /// The counts' buffer of a region that may be skipped, which its exit test made.
+    fn skip_args_made(&self) -> dory::Result<Arc<Store>> {
+        self.skip_args
+            .clone()
+            .ok_or_else(|| gpu_err("a region that may be skipped without its counts' buffer (skip_args)"))
     }
 
     /// Writes this submission's uploads into the arena, grown as needed.
@@ -703,6 +728,16 @@ impl Recorder {
         }
         Ok(())
     }
+}
+
+/// A region's counts (`skip_from`) with their number in front, as exit.wgsl reads them.
+fn counted(mut counts: Vec<u32>) -> dory::Result<Vec<u32>> {
+    let n = (counts.len() - 1) / 3;
+    if n > SKIP_MOST {
+        return Err(gpu_err(format!("a step of {n} dispatches after an exit test, over {SKIP_MOST}")));
+    }
+    counts[0] = n as u32;
+    Ok(counts)
 }
 
 /// Records `cmds` as one compute pass of `enc`, with timestamps around the pass (`timed`)

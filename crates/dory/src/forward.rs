@@ -92,10 +92,11 @@ pub struct Decoded {
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
-/// up to its first read, after pass `first`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// under the exit rule `exit`, up to its first read, after pass `first`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Ahead {
     pos: usize,
+    exit: ExitRule,
     first: usize,
     token: Token,
 }
@@ -221,9 +222,10 @@ impl<B: Backend> Forward<B> {
         self.ahead.is_some_and(|a| matches!(a.token, Token::Greedy { .. }))
     }
 
-    /// The position of a step recorded ahead of its token (`read_last`), if any.
-    pub fn recorded_ahead(&self) -> Option<usize> {
-        self.ahead.map(|a| a.pos)
+    /// A step recorded ahead of its token (`read_last`), if any: its position and the pass
+    /// it is recorded to (its first read).
+    pub fn recorded_ahead(&self) -> Option<(usize, usize)> {
+        self.ahead.map(|a| (a.pos, a.first))
     }
 
     /// Whether any full layer is sealed.
@@ -350,9 +352,9 @@ impl<B: Backend> Forward<B> {
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
-        let first = first_read(exit, passes);
+        let first = self.first_read(exit);
         let mut check = None;
-        match self.ahead.take_if(|a| a.pos == pos && a.first == first).map(|a| a.token) {
+        match self.ahead.take_if(|a| a.pos == pos && a.exit == *exit).map(|a| a.token) {
             Some(Token::Greedy { token }) if token == id => check = Some(id),
             Some(Token::Held) => self.backend.release(id)?,
             // Drops a step recorded ahead for another position or rule. One that ran on
@@ -361,68 +363,63 @@ impl<B: Backend> Forward<B> {
             _ => self.start(id, at, exit)?,
         }
         let mut previous: Option<Vec<f64>> = None;
-        let mut kept = false;
-        // Whether the device tests the rule: the rest of the step is then recorded at once
-        // and read once, the pass it left at after its logits.
-        let mut on_device = false;
+        // Each k here is a read-out the host tests.
         let mut k = first;
         while k < passes {
+            // The read-out before, if untested, kept its logits on the device for this test.
+            let both = exit.reads_out(k - 1, passes) && !exit.tested(k - 1, passes);
             let sc = self.scratch.as_mut().expect("prepared");
-            if !exit.tested(k, passes) {
-                // Not tested here (KL's first read-out): these logits matter only as the next
-                // test's `previous`, so they stay on the device and come back with that
-                // read-out's, and the device does not wait on the host here.
-                self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
-                kept = true;
-            } else if self.backend.tests_exit() {
-                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
-                on_device = true;
-            } else {
-                let both = std::mem::take(&mut kept);
-                if both {
-                    self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);
-                }
-                // The next step is recorded while this read-out comes back, as at a step's
-                // last read: where the rule holds, this is that read.
-                let ahead = self.backend.holds() && !self.row_by_row(at.pos0 + 1);
-                if ahead {
-                    let sc = self.scratch.as_ref().expect("prepared");
-                    let (buf, len) = if both { (&sc.kept, 2 * v) } else { (&sc.logits, v) };
-                    self.backend.read_begin(buf, len);
-                    self.record_next(at, exit, false);
-                }
-                let sc = self.scratch.as_ref().expect("prepared");
-                let logits = if both {
-                    let mut both = self.backend.read(&sc.kept, 2 * v)?;
-                    let logits = both.split_off(v);
-                    previous = Some(exit::log_softmax(&both));
-                    logits
-                } else {
-                    self.backend.read(&sc.logits, v)?
-                };
-                let logp = exit::log_softmax(&logits);
-                if exit.holds(exit.statistic(&logp, previous.as_deref())) {
-                    return Ok(Decoded { logits, passes: k });
-                }
-                previous = Some(logp);
-                // The row goes on: the step recorded ahead is dropped unrun. The caches stay
-                // laid out for it, which serves this row too (a single row's layout does
-                // not move, and only grows with the end).
-                self.drop_ahead();
+            if both {
+                self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);
             }
+            // The next step is recorded while this read-out comes back, as at a step's last
+            // read: where the rule holds, this is that read.
+            let ahead = self.backend.holds() && !self.row_by_row(at.pos0 + 1);
+            if ahead {
+                let sc = self.scratch.as_ref().expect("prepared");
+                let (buf, len) = if both { (&sc.kept, 2 * v) } else { (&sc.logits, v) };
+                self.backend.read_begin(buf, len);
+                self.record_next(at, exit, false);
+            }
+            let sc = self.scratch.as_ref().expect("prepared");
+            let logits = if both {
+                let mut both = self.backend.read(&sc.kept, 2 * v)?;
+                let logits = both.split_off(v);
+                previous = Some(exit::log_softmax(&both));
+                logits
+            } else {
+                self.backend.read(&sc.logits, v)?
+            };
+            let logp = exit::log_softmax(&logits);
+            if exit.holds(exit.statistic(&logp, previous.as_deref())) {
+                return Ok(Decoded { logits, passes: k });
+            }
+            previous = Some(logp);
+            // The row goes on: the step recorded ahead is dropped unrun. The caches stay
+            // laid out for it, which serves this row too (a single row's layout does not
+            // move, and only grows with the end).
+            self.drop_ahead();
             let sc = self.scratch.as_mut().expect("prepared");
             self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             k = self.passes_to_read(at, k + 1, exit);
         }
-        let (logits, left) = self.read_last(at, exit, check, on_device)?;
+        let tested = self.backend.tests_exit() && (1..passes).any(|k| exit.tested(k, passes));
+        let (logits, left) = self.read_last(at, exit, check, tested)?;
         Ok(Decoded { logits, passes: left.unwrap_or(passes) })
+    }
+
+    /// The pass after which the host first reads a decoded row under `exit`: its first
+    /// read-out the host tests, else its last pass.
+    fn first_read(&self, exit: &ExitRule) -> usize {
+        let passes = self.config.passes;
+        let host_tests = !self.backend.tests_exit();
+        (1..passes).find(|&k| host_tests && exit.tested(k, passes)).unwrap_or(passes)
     }
 
     /// Whether a decoded step under `exit` is read once, at its end: no read-out the host
     /// tests (the device tests them, or none is tested).
     fn read_once(&self, exit: &ExitRule) -> bool {
-        let passes = self.config.passes;
-        self.backend.tests_exit() || !(1..passes).any(|k| exit.tested(k, passes))
+        self.first_read(exit) == self.config.passes
     }
 
     /// Records a decoded row's step on token `id`, up to its first read.
@@ -435,19 +432,32 @@ impl<B: Backend> Forward<B> {
         Ok(())
     }
 
-    /// Records passes `from..` of a decoded row up to its next read: the logits of a
-    /// read-out where `exit` reads out, else of the last pass. Returns the pass read after.
+    /// Records passes `from..` of a decoded row up to the host's next read: a read-out the
+    /// host tests, else the last pass. The read-outs on the way stay on the device: one
+    /// tested there is tested there (the rest of the step skipped where the rule holds),
+    /// an untested one is kept as the next test's "before". Returns the pass read after.
+    /// So a step read once, at its end, is recorded whole: ahead of its token, too.
     fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
-        let passes = self.config.passes;
+        let (v, passes) = (self.config.vocab_size, self.config.passes);
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
         for k in from..=passes {
             let edge = Mix::after(k, passes, exit.reads_out(k, passes));
             self.layers_pass(at, &rope, edge);
-            if edge != Mix::Between {
-                let sc = self.scratch.as_mut().expect("prepared");
-                self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+            if edge == Mix::Between {
+                continue;
+            }
+            let sc = self.scratch.as_mut().expect("prepared");
+            self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+            let tested = exit.tested(k, passes);
+            if edge == Mix::Leave || tested && !self.backend.tests_exit() {
                 return k;
             }
+            if tested {
+                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
+            } else {
+                self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
+            }
+            self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
         }
         unreachable!("the last pass leaves")
     }
@@ -529,7 +539,7 @@ impl<B: Backend> Forward<B> {
         if matches!(token, Token::Greedy { .. }) {
             self.backend.flush();
         }
-        self.ahead = Some(Ahead { pos: next.pos0, first, token });
+        self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, first, token });
     }
 
     /// Drops a step recorded ahead.
@@ -624,12 +634,6 @@ impl<B: Backend> Forward<B> {
         let edge = Edge { mix: edge, x: &sc.x, s: &mut sc.s };
         b.residual_mix(closing, &mut sc.h, &sc.o, edge, rows);
     }
-}
-
-/// The pass after which a decoded row is first read: its first read-out under `exit`, else
-/// its last pass.
-fn first_read(exit: &ExitRule, passes: usize) -> usize {
-    (1..passes).find(|&k| exit.reads_out(k, passes)).unwrap_or(passes)
 }
 
 #[cfg(test)]
