@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytemuck::Pod;
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 use crate::device::GpuDevice;
@@ -192,9 +191,9 @@ struct Holding {
     token: Option<usize>,
 }
 
-/// Held ops, encoded into command buffers whose uploads are written as they are released.
+/// Held ops, encoded into a command buffer whose uploads are written as it is released.
 struct Held {
-    buffers: Vec<wgpu::CommandBuffer>,
+    buffer: wgpu::CommandBuffer,
     uploads: Vec<u32>,
     arena: Arc<Store>,
     token: Option<usize>,
@@ -576,8 +575,9 @@ impl Recorder {
         let unheld = self.upload.replace(arena.clone());
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
-        let buffers = encode_split(&self.dev, cmds, &groups, skips.as_ref().map(|(_, args)| &**args));
-        Ok(Held { buffers, uploads, arena, token, skips })
+        let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
+        encode(&self.dev, &mut enc, cmds, &groups, None, false, skips.as_ref().map(|(_, args)| &**args));
+        Ok(Held { buffer: enc.finish(), uploads, arena, token, skips })
     }
 
     /// Waits for a read's copy and mapping.
@@ -616,7 +616,7 @@ impl Recorder {
         if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
             // Only held ops (a decoding step with its token among them): no encoder.
             held.write(&self.dev);
-            self.dev.queue.submit(then.into_iter().flat_map(|h| h.buffers));
+            self.dev.queue.submit(then.map(|h| h.buffer));
             lap(Phase::Submit, &mut since);
             self.returned = since;
             return Ok(None);
@@ -632,12 +632,7 @@ impl Recorder {
         let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
         let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
         let skip_args = self.skip_args.clone();
-        let mut buffers = Vec::new();
-        if stamps.is_none() && splits(cmds.len()) {
-            buffers = encode_split(&dev, &cmds, &groups, skip_args.as_deref());
-        } else {
-            encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref());
-        }
+        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref());
         lap(Phase::Pass, &mut since);
         let read = read.map(|(src, bytes)| {
             let bytes = read_bytes(bytes);
@@ -645,12 +640,15 @@ impl Recorder {
             enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
             (src.id, staging, bytes)
         });
-        buffers.push(enc.finish());
+        let buffer = enc.finish();
         lap(Phase::Finish, &mut since);
-        if let Some(held) = &then {
-            held.write(&dev);
-        }
-        let index = dev.queue.submit(buffers.into_iter().chain(then.into_iter().flat_map(|h| h.buffers)));
+        let index = match then {
+            Some(held) => {
+                held.write(&dev);
+                dev.queue.submit([buffer, held.buffer])
+            }
+            None => dev.queue.submit([buffer]),
+        };
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
@@ -740,40 +738,6 @@ fn counted(mut counts: Vec<u32>) -> dory::Result<Vec<u32>> {
     }
     counts[0] = n as u32;
     Ok(counts)
-}
-
-/// The fewest dispatches a command buffer of a split encoding takes (`encode_split`;
-/// DORY_WGPU_SPLIT=N, 0 for one buffer always).
-fn split_per() -> usize {
-    static PER: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PER.get_or_init(|| std::env::var("DORY_WGPU_SPLIT").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
-}
-
-/// Whether `n` dispatches are encoded split (`encode_split`): at least twice `split_per()`.
-fn splits(n: usize) -> bool {
-    split_per() != 0 && n >= 2 * split_per()
-}
-
-/// Encodes `cmds` into finished command buffers, in order: one, or where they `splits`, one
-/// for each run of about `split_per()`, encoded and finished on the pool's threads at once. wgpu does most of its work a dispatch as a pass is finished
-/// (~58 µs a quarter of dory-tiny's step on the H100, bench/logs/h200-2026-12-05c/call-3),
-/// and one thread does it in turn.
-fn encode_split(
-    dev: &GpuDevice,
-    cmds: &[Cmd],
-    groups: &[wgpu::BindGroup],
-    skip_args: Option<&Store>,
-) -> Vec<wgpu::CommandBuffer> {
-    let one = |cmds: &[Cmd], groups: &[wgpu::BindGroup]| {
-        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
-        encode(dev, &mut enc, cmds, groups, None, false, skip_args);
-        enc.finish()
-    };
-    if !splits(cmds.len()) {
-        return vec![one(cmds, groups)];
-    }
-    let per = cmds.len().div_ceil(cmds.len() / split_per());
-    cmds.par_chunks(per).zip(groups.par_chunks(per)).map(|(c, g)| one(c, g)).collect()
 }
 
 /// Records `cmds` as one compute pass of `enc`, with timestamps around the pass (`timed`)
