@@ -397,10 +397,14 @@ impl<B: Backend> Forward<B> {
             previous = Some(logp);
             // The row goes on: the step recorded ahead is dropped unrun. The caches stay
             // laid out for it, which serves this row too (a single row's layout does not
-            // move, and only grows with the end).
-            self.drop_ahead();
-            let sc = self.scratch.as_mut().expect("prepared");
-            self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+            // move, and only grows with the end). Its recording may have moved h to the
+            // other of its buffers (a fused residual writes there), so h is formed again
+            // from s and x, which it left alone.
+            if ahead {
+                self.drop_ahead();
+                let sc = self.scratch.as_mut().expect("prepared");
+                self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+            }
             k = self.passes_to_read(at, k + 1, exit);
         }
         let tested = self.backend.tests_exit() && (1..passes).any(|k| exit.tested(k, passes));
@@ -437,17 +441,21 @@ impl<B: Backend> Forward<B> {
     /// tested there is tested there (the rest of the step skipped where the rule holds),
     /// an untested one is kept as the next test's "before". Returns the pass read after.
     /// So a step read once, at its end, is recorded whole: ahead of its token, too.
+    /// A read-out's state is the one the next pass starts from, s = N(h): its pass ends as
+    /// any other between passes (s ← N(h); h ← N(s + x), the read-out and resume edges in
+    /// one) and the head reads s, one dispatch fewer a read-out.
     fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
         for k in from..=passes {
-            let edge = Mix::after(k, passes, exit.reads_out(k, passes));
+            let edge = if k == passes { Mix::Leave } else { Mix::Between };
             self.layers_pass(at, &rope, edge);
-            if edge == Mix::Between {
+            if edge == Mix::Between && !exit.reads_out(k, passes) {
                 continue;
             }
             let sc = self.scratch.as_mut().expect("prepared");
-            self.backend.logits(&mut sc.logits, &sc.h, 0, 1);
+            let state = if edge == Mix::Leave { &sc.h } else { &sc.s };
+            self.backend.logits(&mut sc.logits, state, 0, 1);
             let tested = exit.tested(k, passes);
             if edge == Mix::Leave || tested && !self.backend.tests_exit() {
                 return k;
@@ -457,7 +465,6 @@ impl<B: Backend> Forward<B> {
             } else {
                 self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
             }
-            self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
         }
         unreachable!("the last pass leaves")
     }
