@@ -3,7 +3,7 @@
 # dory-tiny's rule now that the step is recorded whole. The floors with the indirect probes
 # (what a dependent dispatch costs direct, indirect, and emptied by exit.wgsl), and the
 # host's time by phase under the rule and with all passes (is the host or the GPU the
-# bound?). Not run: no device came for it this session (the next can run it on 97f98b5 or later).
+# bound?). Not run: call-5.sh took its measurements on the next build.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
