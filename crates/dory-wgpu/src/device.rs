@@ -172,7 +172,11 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let kernels = Kernels::new(&device, Options { q8, ..Options::new(reduce, coop, workgroup_bytes) })?;
+        let mut options = Options { q8, ..Options::new(reduce, coop, workgroup_bytes) };
+        if info.device_type == wgpu::DeviceType::Cpu {
+            options = options.on_cpu();
+        }
+        let kernels = Kernels::new(&device, options)?;
         let caps = Caps {
             reduce,
             subgroup: subgroups.then_some((info.subgroup_min_size, info.subgroup_max_size)),

@@ -92,12 +92,11 @@ pub struct Decoded {
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
-/// under the exit rule `exit`, up to its first read, after pass `first`.
+/// under the exit rule `exit`, up to its first read (`Forward::first_read`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Ahead {
     pos: usize,
     exit: ExitRule,
-    first: usize,
     token: Token,
 }
 
@@ -225,7 +224,7 @@ impl<B: Backend> Forward<B> {
     /// A step recorded ahead of its token (`read_last`), if any: its position and the pass
     /// it is recorded to (its first read).
     pub fn recorded_ahead(&self) -> Option<(usize, usize)> {
-        self.ahead.map(|a| (a.pos, a.first))
+        self.ahead.map(|a| (a.pos, self.first_read(&a.exit)))
     }
 
     /// Whether any full layer is sealed.
@@ -542,11 +541,11 @@ impl<B: Backend> Forward<B> {
             Token::Held
         };
         self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
-        let first = self.passes_to_read(next, 1, exit);
+        self.passes_to_read(next, 1, exit);
         if matches!(token, Token::Greedy { .. }) {
             self.backend.flush();
         }
-        self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, first, token });
+        self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, token });
     }
 
     /// Drops a step recorded ahead.

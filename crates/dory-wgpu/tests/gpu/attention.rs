@@ -222,6 +222,10 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
             let (mut cpu, mut gpu) = backends(dev, &model);
             let first = Keys::for_step(kind, window, 70, None);
             let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
+            let o = gpu.model().dev.kernels.options;
+            // The join's two dispatches, then the MLP's two (a row of at most
+            // RESIDUAL_MAX_K: the residual formed by gate|up) or three.
+            let joining = if o.fuse_residual { 4 } else { 5 };
             let mut joined = 0;
             let mut pos = 0;
             // At d 128 the rows go deep enough (≥ 160 keys: 5 chunks) that the join's
@@ -235,9 +239,7 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
                 let oc = out_step(&mut cpu, &c, &mut lc, next, at, (&y, &h));
                 let before = gpu.dispatches();
                 let og = out_step(&mut gpu, &c, &mut lg, next, at, (&y, &h));
-                // The join's two dispatches, then the MLP's two (a row of at most
-                // RESIDUAL_MAX_K: the residual formed by gate|up).
-                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == 4);
+                joined += usize::from(rows == 1 && pos >= 64 && gpu.dispatches() - before == joining);
                 let what = format!("{} {name} d {d} {dtype:?} step {i} ({rows} rows at {pos})", dev.describe());
                 for (part, (g, c)) in ["o", "the MLP's h", "the MLP's o"].into_iter().zip(og.iter().zip(&oc)) {
                     check(&format!("{what}: {part}"), g, c, BOUND);
@@ -246,7 +248,6 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
             }
             // Unless the options keep it off, or the single-row kernel (gemv1, which holds x
             // of k / 4 vec4s up to `xs`) takes the projection.
-            let o = gpu.model().dev.kernels.options;
             if d <= 48 && o.combine_bytes > 0 && c.q_width() / 4 > o.gemv1.xs as usize {
                 assert!(joined > 0, "{} d {d}: the out projection never joined the chunks", dev.describe());
             }
