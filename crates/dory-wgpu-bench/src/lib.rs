@@ -100,6 +100,55 @@ pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     Ok((gpu, cpu))
 }
 
+/// Host seconds a dispatch costs wgpu and the driver, by phase, when its bind group holds
+/// `bindings` storage buffers of its own (read-write, as a step's activations are): setting
+/// it and dispatching in the pass, finishing the command buffer (where wgpu 30 tracks each
+/// binding's state and records the barriers), and submitting it. Medians of 7 encoders of
+/// 1,000 dispatches each. A decoding step's host time is mostly `finish` (2026-12-05: ~171 µs
+/// a submission of ~48 dispatches for dory-tiny on the H100), so this says what bindings
+/// fewer a dispatch would save.
+pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize) -> dory::Result<[f64; 3]> {
+    let decls: String = (0..bindings)
+        .map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n"))
+        .collect();
+    let sum: Vec<String> = (1..bindings).map(|i| format!("b{i}[0]")).collect();
+    let sum = if sum.is_empty() { "1.0".to_string() } else { sum.join(" + ") };
+    let source = format!(
+        "{decls}@compute @workgroup_size(64)\nfn peak(@builtin(local_invocation_index) i: u32) {{\n    if (i == 0u) {{ b0[0] = b0[0] + {sum}; }}\n}}\n"
+    );
+    let stores = (0..bindings).map(|_| Store::new(dev, 256, "encode probe")).collect::<dory::Result<Vec<_>>>()?;
+    let (pipeline, group) = probe_pipeline(dev, &source, &[], &stores.iter().collect::<Vec<_>>())?;
+    let many = 1000;
+    let mut phases = [vec![], vec![], vec![]];
+    for _ in 0..7 {
+        let t0 = Instant::now();
+        let mut enc = dev.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for _ in 0..many {
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        let t1 = Instant::now();
+        let buffer = enc.finish();
+        let t2 = Instant::now();
+        dev.queue.submit([buffer]);
+        let t3 = Instant::now();
+        dev.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
+        for (phase, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, t3)]) {
+            phase.push((b - a).as_secs_f64() / f64::from(many));
+        }
+    }
+    Ok(phases.map(|mut p| {
+        p.sort_by(f64::total_cmp);
+        p[p.len() / 2]
+    }))
+}
+
 /// GPU seconds a dependent dispatch costs as `dispatch_cost` times it, when it is indirect
 /// as every dispatch of a decoding step after its first exit test is
 /// (`Recorder::skip_from`): with the counts it was recorded with, and emptied, as exit.wgsl

@@ -57,6 +57,13 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let (indirect_gpu, emptied_gpu) = bench::indirect_dispatch_cost(dev).map_err(err)?;
+    let encode = [1, 2, 4, 8].map(|b| {
+        bench::encode_cost(dev, b)
+            .map(
+                |[pass, finish, submit]| json!({"bindings": b, "pass_s": pass, "finish_s": finish, "submit_s": submit}),
+            )
+            .map_err(err)
+    });
     let fma = bench::fma_peak(dev).map_err(err)?;
     let steps = bench::step_rates(dev).map_err(err)?;
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
@@ -74,6 +81,7 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
         "mlp_fused": mlp.into_iter().collect::<dory::Result<Vec<_>>>().map_err(err)?,
         "grid_sync": sync.into_iter().collect::<Result<Vec<_>, _>>()?,
         "dispatch_gpu_s": dispatch_gpu, "dispatch_cpu_s": dispatch_cpu,
+        "encode_per_dispatch": encode.into_iter().collect::<Result<Vec<_>, _>>()?,
         "dispatch_indirect_gpu_s": indirect_gpu, "dispatch_emptied_gpu_s": emptied_gpu, "tensor_f16_flops_per_s": steps.map(|s| s[0]),
         "f32_flops_per_s": fma, "gemm_step_flops_per_s": steps.map(|[held, shared, buffer, staged]|
             json!({"held": held, "workgroup": shared, "buffer": buffer, "staged": staged}))});
