@@ -100,24 +100,42 @@ pub fn dispatch_cost(dev: &Arc<GpuDevice>) -> dory::Result<(f64, f64)> {
     Ok((gpu, cpu))
 }
 
+/// How `encode_cost`'s dispatches differ from one another, as a step's do.
+#[derive(Clone, Copy, Debug)]
+pub enum Encode {
+    /// One pipeline and one bind group throughout.
+    Same,
+    /// A bind group of its own buffers each dispatch, from 16 in turn.
+    Groups,
+    /// Two pipelines in turn, each with its bind group.
+    Pipelines,
+    /// 16 bytes of immediates set every dispatch.
+    Immediates,
+    /// Dispatched indirectly, its counts read from a buffer.
+    Indirect,
+}
+
 /// Host seconds a dispatch costs wgpu and the driver, by phase, when its bind group holds
-/// `bindings` storage buffers of its own (read-write, as a step's activations are): setting
-/// it and dispatching in the pass, finishing the command buffer (where wgpu 30 tracks each
-/// binding's state and records the barriers), and submitting it. Medians of 7 encoders of
-/// 1,000 dispatches each. A decoding step's host time is mostly `finish` (2026-12-05: ~171 µs
-/// a submission of ~48 dispatches for dory-tiny on the H100), so this says what bindings
-/// fewer a dispatch would save.
-pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize) -> dory::Result<[f64; 3]> {
-    let decls: String = (0..bindings)
-        .map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n"))
-        .collect();
-    let sum: Vec<String> = (1..bindings).map(|i| format!("b{i}[0]")).collect();
-    let sum = if sum.is_empty() { "1.0".to_string() } else { sum.join(" + ") };
-    let source = format!(
-        "{decls}@compute @workgroup_size(64)\nfn peak(@builtin(local_invocation_index) i: u32) {{\n    if (i == 0u) {{ b0[0] = b0[0] + {sum}; }}\n}}\n"
-    );
-    let stores = (0..bindings).map(|_| Store::new(dev, 256, "encode probe")).collect::<dory::Result<Vec<_>>>()?;
-    let (pipeline, group) = probe_pipeline(dev, &source, &[], &stores.iter().collect::<Vec<_>>())?;
+/// `bindings` storage buffers of its own (read-write, as a step's activations are), its
+/// dispatches differing as `form` says: setting it and dispatching in the pass, finishing
+/// the command buffer (where wgpu 30 tracks each binding's state and records the barriers),
+/// and submitting it. Medians of 7 encoders of 1,000 dispatches each. A decoding step's host
+/// time is mostly `finish` (2026-12-05: ~171 µs a submission of ~48 dispatches for
+/// dory-tiny on the H100), so this says what each way its dispatches differ costs.
+pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory::Result<[f64; 3]> {
+    let immediates = matches!(form, Encode::Immediates);
+    let count = if matches!(form, Encode::Groups) { 16 } else { 1 };
+    let mut steps = vec![];
+    for variant in 0..if matches!(form, Encode::Pipelines) { 2 } else { 1 } {
+        let source = encode_probe_source(bindings, immediates, variant);
+        for _ in 0..count {
+            let stores =
+                (0..bindings).map(|_| Store::new(dev, 256, "encode probe")).collect::<dory::Result<Vec<_>>>()?;
+            steps.push(probe_pipeline(dev, &source, &[], &stores.iter().collect::<Vec<_>>())?);
+        }
+    }
+    let args = Store::indirect(dev, 16, "encode probe counts")?;
+    dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(&[1u32, 1, 1, 0]));
     let many = 1000;
     let mut phases = [vec![], vec![], vec![]];
     for _ in 0..7 {
@@ -125,10 +143,17 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize) -> dory::Result<[f64; 
         let mut enc = dev.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            for _ in 0..many {
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &group, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
+            for i in 0..many {
+                let (pipeline, group) = &steps[i % steps.len()];
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                if immediates {
+                    pass.set_immediates(0, bytemuck::cast_slice(&[i as u32, 1, 2, 3]));
+                }
+                match form {
+                    Encode::Indirect => pass.dispatch_workgroups_indirect(&args.buffer, 0),
+                    _ => pass.dispatch_workgroups(1, 1, 1),
+                }
             }
         }
         let t1 = Instant::now();
@@ -140,13 +165,31 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize) -> dory::Result<[f64; 
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| gpu_err(format!("waiting for the device: {e}")))?;
         for (phase, (a, b)) in phases.iter_mut().zip([(t0, t1), (t1, t2), (t2, t3)]) {
-            phase.push((b - a).as_secs_f64() / f64::from(many));
+            phase.push((b - a).as_secs_f64() / f64::from(many as u32));
         }
     }
     Ok(phases.map(|mut p| {
         p.sort_by(f64::total_cmp);
         p[p.len() / 2]
     }))
+}
+
+/// `encode_cost`'s kernel: b0[0] += the other bindings' first floats (and an immediate),
+/// `variant` making a pipeline of its own.
+fn encode_probe_source(bindings: usize, immediates: bool, variant: usize) -> String {
+    let mut text: String = (0..bindings)
+        .map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n"))
+        .collect();
+    let mut terms: Vec<String> = (1..bindings).map(|i| format!("b{i}[0]")).collect();
+    terms.push(format!("{variant}.0"));
+    if immediates {
+        text.push_str("var<immediate> p: vec4<u32>;\n");
+        terms.push("f32(p.x)".into());
+    }
+    let sum = terms.join(" + ");
+    text + &format!(
+        "@compute @workgroup_size(64)\nfn peak(@builtin(local_invocation_index) i: u32) {{\n    if (i == 0u) {{ b0[0] = b0[0] + {sum}; }}\n}}\n"
+    )
 }
 
 /// GPU seconds a dependent dispatch costs as `dispatch_cost` times it, when it is indirect

@@ -57,13 +57,20 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let bandwidth = bench::copy_bandwidth(dev).map_err(err)?;
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let (indirect_gpu, emptied_gpu) = bench::indirect_dispatch_cost(dev).map_err(err)?;
-    let encode = [1, 2, 4, 8].map(|b| {
-        bench::encode_cost(dev, b)
-            .map(
-                |[pass, finish, submit]| json!({"bindings": b, "pass_s": pass, "finish_s": finish, "submit_s": submit}),
-            )
-            .map_err(err)
-    });
+    use bench::Encode;
+    let forms = [1, 8]
+        .map(|b| (b, Encode::Same))
+        .into_iter()
+        .chain([Encode::Groups, Encode::Pipelines, Encode::Immediates, Encode::Indirect].map(|f| (6, f)));
+    let encode: Vec<_> = forms
+        .map(|(b, form)| {
+            bench::encode_cost(dev, b, form)
+                .map(|[pass, finish, submit]| {
+                    json!({"bindings": b, "form": format!("{form:?}"), "pass_s": pass, "finish_s": finish, "submit_s": submit})
+                })
+                .map_err(err)
+        })
+        .collect();
     let fma = bench::fma_peak(dev).map_err(err)?;
     let steps = bench::step_rates(dev).map_err(err)?;
     let l2 = bench::l2_bandwidth(dev).map_err(err)?;
