@@ -15,7 +15,7 @@ CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RU
 grep -E "test result|panicked|FAILED" $o/a/wgpu_tests.log | head -20
 timeout 90 .wgpu-carry/dory-wgpu-kernels --model models/dory-tiny --dtypes bf16 --quick 2>&1 \
     | grep -v XDG_RUNTIME > $o/a/floors.txt
-grep -o "\"encode_per_dispatch\":[^]]*]" $o/a/floors.txt | tr "{" "\n"
+grep -o '"encode_per_dispatch":[^]]*]' $o/a/floors.txt
 grep -o '"dispatch_cpu_s":[^,]*' $o/a/floors.txt
 DORY_WGPU_PROFILE=host timeout 40 $dory bench --backend wgpu --model models/dory-tiny --reps 2 --prompt 512 \
     --gen 128 --attention exact --exit kl:0.05 2>&1 | grep -v XDG_RUNTIME > $o/b/profile_host.txt
