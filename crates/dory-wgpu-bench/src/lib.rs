@@ -109,6 +109,12 @@ pub enum Encode {
     Groups,
     /// Two pipelines in turn, each with its bind group.
     Pipelines,
+    /// Two pipelines in turn made with one pipeline layout, each with its bind group.
+    SharedLayout,
+    /// As a step's: two pipelines in turn, a bind group of its own each dispatch, immediates.
+    Step,
+    /// `Step` with the two pipelines made with one layout.
+    StepShared,
     /// 16 bytes of immediates set every dispatch.
     Immediates,
     /// Dispatched indirectly, its counts read from a buffer.
@@ -123,15 +129,21 @@ pub enum Encode {
 /// time is mostly `finish` (2026-12-05: ~171 µs a submission of ~48 dispatches for
 /// dory-tiny on the H100), so this says what each way its dispatches differ costs.
 pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory::Result<[f64; 3]> {
-    let immediates = matches!(form, Encode::Immediates);
-    let count = if matches!(form, Encode::Groups) { 16 } else { 1 };
+    use Encode::*;
+    let immediates = matches!(form, Immediates | Step | StepShared);
+    let count = if matches!(form, Groups | Step | StepShared) { 16 } else { 1 };
     let mut steps = vec![];
-    for variant in 0..if matches!(form, Encode::Pipelines) { 2 } else { 1 } {
+    let shared = matches!(form, SharedLayout | StepShared).then(|| encode_probe_layout(dev, bindings, immediates));
+    for variant in 0..if matches!(form, Pipelines | SharedLayout | Step | StepShared) { 2 } else { 1 } {
         let source = encode_probe_source(bindings, immediates, variant);
         for _ in 0..count {
             let stores =
                 (0..bindings).map(|_| Store::new(dev, 256, "encode probe")).collect::<dory::Result<Vec<_>>>()?;
-            steps.push(probe_pipeline(dev, &source, &[], &stores.iter().collect::<Vec<_>>())?);
+            let stores: Vec<_> = stores.iter().collect();
+            steps.push(match &shared {
+                Some((groups, layout)) => encode_probe_pipeline(dev, &source, groups, layout, &stores),
+                None => probe_pipeline(dev, &source, &[], &stores)?,
+            });
         }
     }
     let args = Store::indirect(dev, 16, "encode probe counts")?;
@@ -151,7 +163,7 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory:
                     pass.set_immediates(0, bytemuck::cast_slice(&[i as u32, 1, 2, 3]));
                 }
                 match form {
-                    Encode::Indirect => pass.dispatch_workgroups_indirect(&args.buffer, 0),
+                    Indirect => pass.dispatch_workgroups_indirect(&args.buffer, 0),
                     _ => pass.dispatch_workgroups(1, 1, 1),
                 }
             }
@@ -172,6 +184,65 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory:
         p.sort_by(f64::total_cmp);
         p[p.len() / 2]
     }))
+}
+
+/// `encode_cost`'s explicit layout: `bindings` read-write storage buffers, 16 bytes of
+/// immediates or none.
+fn encode_probe_layout(
+    dev: &GpuDevice,
+    bindings: usize,
+    immediates: bool,
+) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..bindings as u32)
+        .map(|binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    let groups =
+        dev.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+    let layout = dev.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: None,
+        bind_group_layouts: &[Some(&groups)],
+        immediate_size: if immediates { 16 } else { 0 },
+    });
+    (groups, layout)
+}
+
+/// `encode_cost`'s kernel `source` made with the shared `layout`, and its bind group.
+fn encode_probe_pipeline(
+    dev: &GpuDevice,
+    source: &str,
+    groups: &wgpu::BindGroupLayout,
+    layout: &wgpu::PipelineLayout,
+    buffers: &[&Arc<Store>],
+) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
+    let module = dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("encode probe"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = dev.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("encode probe"),
+        layout: Some(layout),
+        module: &module,
+        entry_point: Some("peak"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.buffer.as_entire_binding() })
+        .collect();
+    let group =
+        dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: groups, entries: &entries });
+    (pipeline, group)
 }
 
 /// `encode_cost`'s kernel: b0[0] += the other bindings' first floats (and an immediate),

@@ -58,10 +58,18 @@ fn floors(dev: &Arc<GpuDevice>) -> Result<Option<dory::Config>, String> {
     let (dispatch_gpu, dispatch_cpu) = bench::dispatch_cost(dev).map_err(err)?;
     let (indirect_gpu, emptied_gpu) = bench::indirect_dispatch_cost(dev).map_err(err)?;
     use bench::Encode;
-    let forms = [1, 8]
-        .map(|b| (b, Encode::Same))
-        .into_iter()
-        .chain([Encode::Groups, Encode::Pipelines, Encode::Immediates, Encode::Indirect].map(|f| (6, f)));
+    let forms = [1, 8].map(|b| (b, Encode::Same)).into_iter().chain(
+        [
+            Encode::Groups,
+            Encode::Pipelines,
+            Encode::SharedLayout,
+            Encode::Immediates,
+            Encode::Indirect,
+            Encode::Step,
+            Encode::StepShared,
+        ]
+        .map(|f| (6, f)),
+    );
     let encode: Vec<_> = forms
         .map(|(b, form)| {
             bench::encode_cost(dev, b, form)
