@@ -140,10 +140,7 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory:
             let stores =
                 (0..bindings).map(|_| Store::new(dev, 256, "encode probe")).collect::<dory::Result<Vec<_>>>()?;
             let stores: Vec<_> = stores.iter().collect();
-            steps.push(match &shared {
-                Some((groups, layout)) => encode_probe_pipeline(dev, &source, groups, layout, &stores),
-                None => probe_pipeline(dev, &source, &[], &stores)?,
-            });
+            steps.push(probe_pipeline_at(dev, &source, ("peak", shared.as_ref()), &[], &stores)?);
         }
     }
     let args = Store::indirect(dev, 16, "encode probe counts")?;
@@ -188,11 +185,7 @@ pub fn encode_cost(dev: &Arc<GpuDevice>, bindings: usize, form: Encode) -> dory:
 
 /// `encode_cost`'s explicit layout: `bindings` read-write storage buffers, 16 bytes of
 /// immediates or none.
-fn encode_probe_layout(
-    dev: &GpuDevice,
-    bindings: usize,
-    immediates: bool,
-) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+fn encode_probe_layout(dev: &GpuDevice, bindings: usize, immediates: bool) -> wgpu::PipelineLayout {
     let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..bindings as u32)
         .map(|binding| wgpu::BindGroupLayoutEntry {
             binding,
@@ -207,42 +200,11 @@ fn encode_probe_layout(
         .collect();
     let groups =
         dev.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
-    let layout = dev.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+    dev.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: None,
         bind_group_layouts: &[Some(&groups)],
         immediate_size: if immediates { 16 } else { 0 },
-    });
-    (groups, layout)
-}
-
-/// `encode_cost`'s kernel `source` made with the shared `layout`, and its bind group.
-fn encode_probe_pipeline(
-    dev: &GpuDevice,
-    source: &str,
-    groups: &wgpu::BindGroupLayout,
-    layout: &wgpu::PipelineLayout,
-    buffers: &[&Arc<Store>],
-) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
-    let module = dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("encode probe"),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
-    let pipeline = dev.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("encode probe"),
-        layout: Some(layout),
-        module: &module,
-        entry_point: Some("peak"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
-    let entries: Vec<wgpu::BindGroupEntry> = buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.buffer.as_entire_binding() })
-        .collect();
-    let group =
-        dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: groups, entries: &entries });
-    (pipeline, group)
+    })
 }
 
 /// `encode_cost`'s kernel: b0[0] += the other bindings' first floats (and an immediate),
@@ -513,7 +475,7 @@ pub fn decode_chain(
         regions.iter().flat_map(|&(o, b)| [(o / 16) as u32, (b / 16) as u32]).flat_map(u32::to_le_bytes).collect();
     let table = Store::with_data(dev, &table, "chain stages")?;
     let constants = [("GROUPS", f64::from(groups)), ("STAGES", stages.len() as f64)];
-    let chain = probe_pipeline_at(dev, &source, "chain", &constants, &[&w, &out, &count, &table])?;
+    let chain = probe_pipeline_at(dev, &source, ("chain", None), &constants, &[&w, &out, &count, &table])?;
     let one = settled(|| run_groups(dev, &[&chain], groups, tokens))?;
     Ok((dispatches, Some(one)))
 }
@@ -578,14 +540,14 @@ fn probe_pipeline(
     constants: &[(&str, f64)],
     buffers: &[&Arc<Store>],
 ) -> dory::Result<(wgpu::ComputePipeline, wgpu::BindGroup)> {
-    probe_pipeline_at(dev, source, "peak", constants, buffers)
+    probe_pipeline_at(dev, source, ("peak", None), constants, buffers)
 }
 
-/// `probe_pipeline` of the entry point `entry`.
+/// `probe_pipeline` of the entry point `entry`, made with `layout` (None: derived from it).
 fn probe_pipeline_at(
     dev: &Arc<GpuDevice>,
     source: &str,
-    entry: &str,
+    (entry, layout): (&str, Option<&wgpu::PipelineLayout>),
     constants: &[(&str, f64)],
     buffers: &[&Arc<Store>],
 ) -> dory::Result<(wgpu::ComputePipeline, wgpu::BindGroup)> {
@@ -597,7 +559,7 @@ fn probe_pipeline_at(
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("peak"),
-        layout: None,
+        layout,
         module: &module,
         entry_point: Some(entry),
         compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },

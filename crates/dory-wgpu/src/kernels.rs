@@ -384,8 +384,8 @@ impl Options {
     /// CPU cores: lavapipe ran gemv_glu_residual ~100 ms a dispatch above gemv_glu, and
     /// dory-tiny decoded 0.3 tokens/s against 1.0 with it apart.
     pub fn on_cpu(self) -> Options {
-        let fused = std::env::var("DORY_WGPU_FUSE").is_ok_and(|v| v.contains("residual"));
-        Options { fuse_residual: fused, ..self }
+        let asked = std::env::var_os("DORY_WGPU_FUSE").is_some();
+        Options { fuse_residual: self.fuse_residual && asked, ..self }
     }
 
     /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS and _ATTEND_LANES (`new`).
