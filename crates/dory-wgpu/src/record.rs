@@ -14,12 +14,12 @@
 //! recorded so, ahead of its token, while the step before it runs (`Forward::read_last`):
 //! the host's encoding then overlaps the device's work instead of following it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytemuck::Pod;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::device::GpuDevice;
@@ -140,7 +140,8 @@ pub struct Recorder {
     join: Option<Arc<Store>>,
     /// A slice of a q8_0 matrix's rows in f16, for the tensor cores (`q8_copy_buffer`).
     q8_copy: Option<Arc<Store>>,
-    groups: HashMap<GroupKey, Cached>,
+    /// Looked up at every dispatch: a fast hash (SipHash was ~3 % of a small model's host time).
+    groups: FxHashMap<GroupKey, Cached>,
     /// The adapter's limit on workgroups along one axis.
     max_groups: u32,
     sweep_at: usize,
@@ -245,7 +246,7 @@ impl Recorder {
             cmds: Vec::new(),
             uploads: Vec::new(),
             upload: None,
-            groups: HashMap::new(),
+            groups: FxHashMap::default(),
             max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,

@@ -438,7 +438,8 @@ impl<B: Backend> Forward<B> {
     /// Records passes `from..` of a decoded row up to the host's next read: a read-out the
     /// host tests, else the last pass. The read-outs on the way stay on the device: one
     /// tested there is tested there (the rest of the step skipped where the rule holds),
-    /// an untested one is kept as the next test's "before". Returns the pass read after.
+    /// an untested one is written where the next test reads its "before" (`kept`, row 0).
+    /// Returns the pass read after.
     /// So a step read once, at its end, is recorded whole: ahead of its token, too.
     /// A read-out's state is the one the next pass starts from, s = N(h): its pass ends as
     /// any other between passes (s ← N(h); h ← N(s + x), the read-out and resume edges in
@@ -454,16 +455,17 @@ impl<B: Backend> Forward<B> {
             }
             let sc = self.scratch.as_mut().expect("prepared");
             let state = if edge == Mix::Leave { &sc.h } else { &sc.s };
-            self.backend.logits(&mut sc.logits, state, 0, 1);
             let tested = exit.tested(k, passes);
-            if edge == Mix::Leave || tested && !self.backend.tests_exit() {
+            if edge == Mix::Between && !tested {
+                // Straight into the row the next test reads as its "before".
+                self.backend.logits(&mut sc.kept, state, 0, 1);
+                continue;
+            }
+            self.backend.logits(&mut sc.logits, state, 0, 1);
+            if edge == Mix::Leave || !self.backend.tests_exit() {
                 return k;
             }
-            if tested {
-                self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
-            } else {
-                self.backend.copy_rows(&mut sc.kept, 0, &sc.logits, 0, 1, v);
-            }
+            self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
         }
         unreachable!("the last pass leaves")
     }

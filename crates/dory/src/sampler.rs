@@ -145,15 +145,26 @@ fn top_k(logits: &[f32], k: usize) -> Vec<u32> {
     kept.into_iter().map(|Reverse((_, Reverse(id)))| id).collect()
 }
 
-/// The largest logit's id, the lowest id among ties.
+/// The largest logit's id, the lowest id among ties (NaNs are passed over, but a NaN first
+/// logit is taken, as a scan that keeps the first until a larger one comes would).
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in logits.iter().enumerate() {
-        if x > logits[best] {
-            best = i;
+    // The largest value in 16 independent lanes, then its first id: a single scan's
+    // comparison waits on the one before it (~8 µs for 4,096 logits; 32,000 took ~60).
+    const LANES: usize = 16;
+    let Some(&first) = logits.first() else { return 0 };
+    if first.is_nan() {
+        return 0;
+    }
+    let mut lanes = [first; LANES];
+    let chunks = logits.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (m, &x) in lanes.iter_mut().zip(chunk) {
+            *m = if x > *m { x } else { *m };
         }
     }
-    best as u32
+    let top = lanes.iter().chain(tail).fold(first, |m, &x| if x > m { x } else { m });
+    logits.iter().position(|&x| x == top).unwrap_or(0) as u32
 }
 
 #[cfg(test)]
@@ -173,6 +184,35 @@ mod tests {
     fn greedy_takes_the_lowest_id_of_a_tie() {
         assert_eq!(argmax(&[0.5, 2.0, 2.0, -1.0]), 1);
         assert_eq!(draws(Sampling::greedy(), &[0.5, 2.0, 2.0], 3), [1, 1, 1]);
+    }
+
+    #[test]
+    fn argmax_agrees_with_a_plain_scan() {
+        let scan = |l: &[f32]| {
+            let mut best = 0;
+            for (i, &x) in l.iter().enumerate() {
+                if x > l[best] {
+                    best = i;
+                }
+            }
+            best as u32
+        };
+        let mut rng = crate::rng::Rng::new(7);
+        for len in [1, 2, 15, 16, 17, 33, 4096, 4099] {
+            for round in 0..20 {
+                // Coarse values, so that ties are common; NaNs and infinities here and there.
+                let mut l: Vec<f32> = (0..len).map(|_| (rng.uniform() * 8.0).floor() as f32 - 4.0).collect();
+                let i = round % len;
+                match round % 5 {
+                    1 => l[i] = f32::NAN,
+                    2 => l[i] = f32::INFINITY,
+                    3 => l.iter_mut().for_each(|x| *x = f32::NEG_INFINITY),
+                    _ => {}
+                }
+                assert_eq!(argmax(&l), scan(&l), "{l:?}");
+            }
+        }
+        assert_eq!(argmax(&[]), 0);
     }
 
     #[test]
