@@ -10,7 +10,7 @@
 use dory::weights::{DType, Stored};
 
 use crate::error::gpu_err;
-use crate::ops::{attend, copy, embed, exit, matmul, mix, o1, prefetch, prep, residual, swiglu, Field};
+use crate::ops::{attend, copy, embed, exit, matmul, mix, o1, prep, residual, swiglu, Field};
 
 /// How the kernels reduce across a workgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +117,6 @@ pub const MODULES: &[Module] = &[
     ),
     module("swiglu", include_str!("ops/swiglu.wgsl"), swiglu::Params::FIELDS, &[]),
     module("copy", include_str!("ops/copy.wgsl"), copy::Params::FIELDS, &[]),
-    module("prefetch", include_str!("ops/prefetch.wgsl"), prefetch::Params::FIELDS, &[]),
     module("prep", include_str!("ops/prep.wgsl"), prep::Params::FIELDS, &[Lib::Slots]),
     module("attend", include_str!("ops/attend.wgsl"), attend::Params::FIELDS, &[Lib::Slots, Lib::Seen, Lib::Attention]),
     module(
@@ -290,9 +289,6 @@ pub struct Options {
     /// bf16 projections held as f16 times a power of two where that is exact (model.rs),
     /// for the tensor cores: by default where the device has them.
     pub bf16_as_f16: bool,
-    /// The most bytes of a decoded row's next projection pulled into the L2 beside a
-    /// dispatch that waits on latency (ops/prefetch.rs); 0: none.
-    pub prefetch: usize,
 }
 
 impl Options {
@@ -316,9 +312,7 @@ impl Options {
     /// decoded row's exit rule tested on the host),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
-    /// rows, which keeps them from the tensor cores, or in tiles without them),
-    /// DORY_WGPU_PREFETCH=MIB (the most of a decoded row's next projection pulled into the
-    /// L2 beside a dispatch that waits on latency; 0, the default: none).
+    /// rows, which keeps them from the tensor cores, or in tiles without them).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -354,9 +348,6 @@ impl Options {
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
-            prefetch: numbers("DORY_WGPU_PREFETCH")
-                .and_then(|n| n.first().copied())
-                .map_or(0, |mib| (mib as usize) << 20),
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
@@ -575,7 +566,6 @@ pub struct Kernels {
     pub copy: KernelId,
     pub copy_slots: KernelId,
     pub copy4: KernelId,
-    pub prefetch: KernelId,
     pub prep: KernelId,
     pub attend: KernelId,
     pub attend_rows: KernelId,
@@ -727,7 +717,6 @@ impl Kernels {
             copy: b.add("copy", "copy", &[]),
             copy_slots: b.add("copy", "copy_slots", &[]),
             copy4: b.add("copy", "copy4", &[]),
-            prefetch: b.add("prefetch", "prefetch", &[]),
             prep: b.add("prep", "prep", &[]),
             attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),

@@ -148,10 +148,6 @@ pub struct Recorder {
     staging: Option<wgpu::Buffer>,
     /// Bound where a kernel's optional read-write buffer is absent.
     none: Arc<Store>,
-    /// Prefetches' sinks (ops/prefetch.rs): each binds its own in a command buffer, so that
-    /// no barrier holds it back; `sinks_used` since the last `send` or `hold`.
-    sinks: Vec<Arc<Store>>,
-    sinks_used: usize,
     /// Dispatches recorded since this recorder was made (for the dispatch floor).
     pub dispatches: u64,
     /// With `timed` (and pass timestamps on the device) every submission waits and adds
@@ -259,8 +255,6 @@ impl Recorder {
             join: None,
             q8_copy: None,
             none: Store::new(&dev, 16, "unused")?,
-            sinks: Vec::new(),
-            sinks_used: 0,
             dispatches: 0,
             timed: false,
             gpu_seconds: 0.0,
@@ -280,31 +274,6 @@ impl Recorder {
 
     pub fn dev(&self) -> &Arc<GpuDevice> {
         &self.dev
-    }
-
-    /// A buffer that no other dispatch since the last `send` or `hold` was given here, for
-    /// a prefetch to write nothing to (ops/prefetch.rs); the same ones, in the same order,
-    /// after each, so that their bind groups are cached.
-    pub fn sink(&mut self) -> Arc<Store> {
-        if self.sinks_used == self.sinks.len() {
-            match Store::new(&self.dev, 16, "a prefetch's sink") {
-                Ok(s) => self.sinks.push(s),
-                Err(e) => {
-                    self.fail(e);
-                    return self.none.clone();
-                }
-            }
-        }
-        self.sinks_used += 1;
-        self.sinks[self.sinks_used - 1].clone()
-    }
-
-    /// Whether the last dispatch recorded (since the last submission) waits on latency
-    /// rather than streaming memory: a residual, an edge, a decoded row's attention or its
-    /// join.
-    pub fn last_waits_on_latency(&self) -> bool {
-        let k = &self.dev.kernels;
-        self.cmds.last().is_some_and(|c| [k.residual, k.residual_mix, k.mix, k.attend, k.combine].contains(&c.kernel))
     }
 
     /// Called at the start of each op: submits what is recorded once it is a batch, so
@@ -503,7 +472,6 @@ impl Recorder {
         self.ahead.held = None;
         let parked = (std::mem::take(&mut self.cmds), std::mem::take(&mut self.uploads), self.error.take());
         self.ahead.parked = Some(parked);
-        self.sinks_used = 0;
     }
 
     /// Submits everything recorded without a read; a read begun stays pending.
@@ -628,7 +596,6 @@ impl Recorder {
     /// buffer are copied back after them and their mapping begun.
     fn send(&mut self, read: Option<(&Store, u64)>, then: Option<Held>) -> dory::Result<Option<Pending>> {
         self.unbatched = false;
-        self.sinks_used = 0;
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();

@@ -15,7 +15,7 @@ use dory::weights::Stored;
 use crate::error::gpu_err;
 use crate::kernels::{dtype_index, Coop};
 use crate::model::{Matrix, Part};
-use crate::ops::{prefetch, residual, row_batches};
+use crate::ops::{residual, row_batches};
 use crate::record::{groups_for, Bind, Recorder, Store};
 
 params! {
@@ -274,9 +274,6 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
             continue;
         }
         binds.extend(res.iter().cloned());
-        if rows == 1 {
-            prefetch::before(rec, &part.store, false);
-        }
         // Four rows at a time; a single row has its own variant.
         let mut r = 0;
         while r < rows {
@@ -539,7 +536,6 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
             unshift: w.unshift(),
             tiled: w.tiled.into(),
         };
-        prefetch::before(rec, &part.store, false);
         rec.dispatch(kernel, &binds, &p, [groups_for(part.rows, per_group), 1, 1]);
     }
 }
@@ -604,6 +600,5 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
     };
-    prefetch::before(rec, &part.store, true);
     rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
 }

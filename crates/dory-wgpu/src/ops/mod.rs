@@ -34,7 +34,6 @@ pub mod exit;
 pub mod matmul;
 pub mod mix;
 pub mod o1;
-pub mod prefetch;
 pub mod prep;
 pub mod residual;
 pub mod swiglu;
