@@ -23,6 +23,24 @@ const KL: u32 = 1u;
 
 var<workgroup> gone: u32;
 
+// An invocation's online sums (exit_test): the maxima of a and b, and Σ e^{a − ma},
+// Σ e^{a − ma} (a − b), Σ e^{b − mb}.
+struct Online {
+    ma: f32,
+    mb: f32,
+    sums: vec3<f32>,
+}
+
+// `run` with the logit a and its read-out before, b.
+fn fold(run: Online, a: f32, b: f32) -> Online {
+    let na = max(run.ma, a);
+    let nb = max(run.mb, b);
+    let ea = exp(a - na);
+    let ra = exp(run.ma - na);
+    let s = run.sums;
+    return Online(na, nb, vec3(s.x * ra + ea, s.y * ra + ea * (a - b), s.z * exp(run.mb - nb) + exp(b - nb)));
+}
+
 @compute @workgroup_size(256)
 fn exit_test(@builtin(local_invocation_index) lid: u32) {
     if (lid == 0u) {
@@ -32,26 +50,30 @@ fn exit_test(@builtin(local_invocation_index) lid: u32) {
         return;
     }
     // One walk, online: over these logits a and (KL) the read-out before, b (else a again),
-    // each invocation's maxima, Σ e^{a − ma}, Σ e^{a − ma} (a − b) and Σ e^{b − mb}.
+    // each invocation's maxima, Σ e^{a − ma}, Σ e^{a − ma} (a − b) and Σ e^{b − mb}; four
+    // logits' loads (and their b's) in flight before any is folded in.
     let kl = p.criterion == KL;
-    var ma = -3.0e38;
-    var mb = -3.0e38;
-    var sums = vec3(0.0); // Σ e^{a − ma}, Σ e^{a − ma} (a − b), Σ e^{b − mb}
-    for (var i = lid; i < p.v; i = i + WG) {
+    var run = Online(-3.0e38, -3.0e38, vec3(0.0));
+    var i = lid;
+    for (; i + 3u * WG < p.v; i = i + 4u * WG) {
+        let a0 = logits[i];
+        let a1 = logits[i + WG];
+        let a2 = logits[i + 2u * WG];
+        let a3 = logits[i + 3u * WG];
+        let b0 = select(a0, kept[i], kl);
+        let b1 = select(a1, kept[i + WG], kl);
+        let b2 = select(a2, kept[i + 2u * WG], kl);
+        let b3 = select(a3, kept[i + 3u * WG], kl);
+        run = fold(fold(fold(fold(run, a0, b0), a1, b1), a2, b2), a3, b3);
+    }
+    for (; i < p.v; i = i + WG) {
         let a = logits[i];
-        let b = select(a, kept[i], kl);
-        let na = max(ma, a);
-        let nb = max(mb, b);
-        let ea = exp(a - na);
-        let ra = exp(ma - na);
-        sums = vec3(sums.x * ra + ea, sums.y * ra + ea * (a - b), sums.z * exp(mb - nb) + exp(b - nb));
-        ma = na;
-        mb = nb;
+        run = fold(run, a, select(a, kept[i], kl));
     }
     // The invocations' runs met at the workgroup's maxima.
-    let m = seg_max4(vec4(ma, mb, 0.0, 0.0), lid, WG);
-    let ka = exp(ma - m.x);
-    let s = seg_sum4(vec4(sums.x * ka, sums.y * ka, sums.z * exp(mb - m.y), 0.0), lid, WG);
+    let m = seg_max4(vec4(run.ma, run.mb, 0.0, 0.0), lid, WG);
+    let ka = exp(run.ma - m.x);
+    let s = seg_sum4(vec4(run.sums.x * ka, run.sums.y * ka, run.sums.z * exp(run.mb - m.y), 0.0), lid, WG);
     // KL: Σ p (a − b) − (lse_a − lse_b), p = e^{a − lse_a}; confidence: max p = e^{ma − lse_a}.
     let lse_a = m.x + log(s.x);
     let lse_b = m.y + log(s.z);

@@ -2,11 +2,11 @@
 // residual.wgsl and mix.wgsl, which bind `h` and `o` under those names.
 
 // h ← N(y) over the row at `base`; every invocation of the workgroup (256) must call it.
-// Each invocation scales the part of the row it wrote, and may read it back after.
+// Each invocation writes the part of the row it read, and may read it back after.
 fn residual_in_place(base: u32, n: u32, lid: u32, eps: f32) {
-    let r = residual_row(base, n, lid, eps).z;
+    let f = residual_norms(base, n, lid, eps);
     for (var e = lid; e < n; e = e + 256u) {
-        h[base + e] = h[base + e] * r;
+        h[base + e] = residual_y(h[base + e], o[base + e], alpha[e], f.x, f.y) * f.z;
     }
 }
 

@@ -1,8 +1,8 @@
 // The nGPT residual (spec §4) of one row, shared by residual.wgsl and the projections'
 // prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read through the
 // including module's res_h(base, e) and res_o(base, e) (vec4 e of the row at `base`),
-// written through res_put(base, e, y); returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the last the final N,
-// which the caller applies where it is cheapest. The module binds `alpha`. Every
+// written through res_put(base, e, y) (residual_row); returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the
+// last the final N, which the caller applies where it is cheapest. The module binds `alpha`. Every
 // invocation of the workgroup (256) must call it.
 
 // y at one vec4 of the row, from h, o, alpha there and the factors 1/‖h‖, 1/‖o‖.
@@ -11,21 +11,36 @@ fn residual_y(h: vec4<f32>, o: vec4<f32>, a: vec4<f32>, ih: f32, io: f32) -> vec
     return nh + a * (o * io - nh);
 }
 
-fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
-    var sq = vec2<f32>(0.0);
+// The factors 1/‖h‖, 1/‖o‖ and 1/‖y‖ of the row at `base`, from one walk of its loads (h,
+// o and alpha together) and the reductions after it: ‖y‖² is formed from the sums it
+// expands into, y = (1 − α) ⊙ h/‖h‖ + α ⊙ o/‖o‖ giving ‖y‖² = Σ((1 − α)h)²/‖h‖² +
+// 2 Σ(1 − α)α h o/(‖h‖‖o‖) + Σ(αo)²/‖o‖², so that no load waits on a reduction (a second
+// walk over y had loaded alpha, and reduced again, after the first reduction).
+fn residual_norms(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
+    var sq = vec4<f32>(0.0); // Σh², Σo², Σ((1 − α)h)², Σ(αo)²
+    var cross = 0.0; // Σ(1 − α)α h o
     for (var e = lid; e < n; e = e + 256u) {
         let a = res_h(base, e);
         let b = res_o(base, e);
-        sq += vec2<f32>(dot(a, a), dot(b, b));
+        let al = alpha[e];
+        let u = (1.0 - al) * a;
+        let v = al * b;
+        sq += vec4<f32>(dot(a, a), dot(b, b), dot(u, u), dot(v, v));
+        cross += dot(u, v);
     }
-    let sums = seg_sum4(vec4<f32>(sq, 0.0, 0.0), lid, 256u);
-    let ih = 1.0 / sqrt(sums.x + eps);
-    let io = 1.0 / sqrt(sums.y + eps);
-    var t = 0.0;
+    let s = seg_sum4(sq, lid, 256u);
+    let c = seg_sum(cross, lid, 256u);
+    let ih = 1.0 / sqrt(s.x + eps);
+    let io = 1.0 / sqrt(s.y + eps);
+    let yy = s.z * ih * ih + 2.0 * c * ih * io + s.w * io * io;
+    return vec3<f32>(ih, io, 1.0 / sqrt(max(yy, 0.0) + eps));
+}
+
+// residual_norms, with y written through res_put (unnormalised).
+fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
+    let f = residual_norms(base, n, lid, eps);
     for (var e = lid; e < n; e = e + 256u) {
-        let y = residual_y(res_h(base, e), res_o(base, e), alpha[e], ih, io);
-        res_put(base, e, y);
-        t += dot(y, y);
+        res_put(base, e, residual_y(res_h(base, e), res_o(base, e), alpha[e], f.x, f.y));
     }
-    return vec3<f32>(ih, io, 1.0 / sqrt(seg_sum(t, lid, 256u) + eps));
+    return f;
 }

@@ -22,10 +22,10 @@ fn residual_split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
     let n = p.d / 4u;
     let row = wid.x + p.row0;
     let base = row * n;
-    let r = residual_row(base, n, lid, p.eps).z;
+    let f = residual_norms(base, n, lid, p.eps);
     var top = vec4<f32>(0.0);
     for (var e = lid; e < n; e = e + 256u) {
-        let y = h[base + e] * r;
+        let y = residual_y(h[base + e], o[base + e], alpha[e], f.x, f.y) * f.z;
         h[base + e] = y;
         top = max(top, abs(y));
     }
