@@ -249,6 +249,9 @@ pub struct Options {
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
+    /// The widest row whose residual the next projection forms on the way in
+    /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
+    pub residual_max_k: usize,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
@@ -303,7 +306,8 @@ impl Options {
     /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM),
     /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none),
     /// DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
-    /// joins), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// joins), DORY_WGPU_RESIDUAL_K=N (the widest row whose residual the next projection
+    /// forms), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
@@ -333,6 +337,7 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_split: true,
+            residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_per: crate::ops::attend::MIN_PER_BLOCK,
@@ -404,7 +409,7 @@ impl Options {
         }
     }
 
-    /// DORY_WGPU_FUSE and DORY_WGPU_COMBINE_BYTES (`new`).
+    /// DORY_WGPU_FUSE, DORY_WGPU_COMBINE_BYTES and DORY_WGPU_RESIDUAL_K (`new`).
     fn fusion_from_env(&mut self) {
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             self.fuse_prep = v.contains("prep");
@@ -416,6 +421,9 @@ impl Options {
         }
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
+        }
+        if let Some(&[k]) = numbers("DORY_WGPU_RESIDUAL_K").as_deref() {
+            self.residual_max_k = (k as usize).clamp(4, 4096).next_multiple_of(4);
         }
     }
 
@@ -681,8 +689,10 @@ impl Kernels {
         });
         let [gemv, gemv_scaled, gemv_swiglu] = [0, 1, 2].map(|v| rows.map(|r| r.map(|x| x[v])));
         let gemv_glu = per_dtype(q8, |dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
+        // y in workgroup memory as wide as the widest row the option fuses.
+        let res_k4 = (options.residual_max_k / 4).max(256) as f64;
         let gemv_residual = per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0)];
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
             [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
         });
         let gemv_combine =

@@ -37,8 +37,8 @@ const LANES: u32 = 32u;
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
 // y (RES = 1) or the attention output (COMBINE = 1), formed once per workgroup: matmul.rs's
-// X_SHARED_MAX floats.
-const RES_K4: u32 = 256u;
+// X_SHARED_MAX floats, or `Options::residual_max_k` where the residual is wider.
+override RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
 // The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes

@@ -104,20 +104,22 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     rec.dev().kernels.options.fuse_split && coop_kernels(rec, w, rows).is_some() && w.dtype != Stored::I8
 }
 
-/// Widths of x up to which the few-row kernel forms the residual on the way in. Every
+/// Widths of x up to which the few-row kernel forms the residual on the way in
+/// (`Options::residual_max_k`, by default). Every
 /// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
 /// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
 /// residual's own dispatch) and not on wide rows (the larger config's 2048: 223 against 249
 /// when each read re-formed y; with y in workgroup memory 308.8 against 301.1–309.9,
 /// bench/logs/h200-2026-12-03d/call-1).
-const RESIDUAL_MAX_K: usize = 1024;
+pub const RESIDUAL_MAX_K: usize = 1024;
 
 /// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
 const X_SHARED_MAX: usize = 1024;
 
 /// Whether the residual before a projection of `rows` rows of `w` is done by it.
 pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
-    rows == 1 && rec.dev().kernels.options.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= RESIDUAL_MAX_K)
+    let o = &rec.dev().kernels.options;
+    rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= o.residual_max_k)
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
