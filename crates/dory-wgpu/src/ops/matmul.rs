@@ -105,13 +105,14 @@ pub fn residual_splits(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
 }
 
 /// Widths of x up to which the few-row kernel forms the residual on the way in
-/// (`Options::residual_max_k`, by default). Every
-/// workgroup repeats the residual's reductions: that pays where a row of h is one vec4 per
-/// invocation (on the H200, dory-tiny's 384: decode 819 tok/s against 751 with the
-/// residual's own dispatch) and not on wide rows (the larger config's 2048: 223 against 249
-/// when each read re-formed y; with y in workgroup memory 308.8 against 301.1–309.9,
-/// bench/logs/h200-2026-12-03d/call-1).
-pub const RESIDUAL_MAX_K: usize = 1024;
+/// (`Options::residual_max_k`, by default). Every workgroup repeats the residual's
+/// reductions, which the residual's own dispatch, a stage of the token's chain, costs more
+/// than: on the H200 dory-tiny's 384 decoded at 819 tok/s against 751 apart (2026-12-02).
+/// The larger config's 2048 lost while each workgroup walked h and o twice (223 against
+/// 249) and tied with y in workgroup memory (2026-12-03); with the residual's loads in one
+/// walk it gains (bench/logs/h200-2026-12-05f/call-4, call-5: 328.6 against 314.9 tok/s at
+/// depth 0 on an H100, 307.8 against 292.8 at 4096; 350.4 against 342.4 on an H200).
+pub const RESIDUAL_MAX_K: usize = 2048;
 
 /// The floats of x gemv.wgsl forms in workgroup memory (RES_K4 vec4s).
 const X_SHARED_MAX: usize = 1024;

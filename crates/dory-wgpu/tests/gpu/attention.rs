@@ -208,7 +208,7 @@ fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
 fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
     for dev in devices() {
         // Hidden widths of 4 d, and one wider than a decoded row's projection forms the
-        // residual on the way in (matmul.rs's RESIDUAL_MAX_K).
+        // residual on the way in on the third test device (its `residual_max_k`, 1,024).
         for (d, hidden, kind, window, dtype) in [
             (8, 32, LayerKind::Full, 7, DType::F32),
             (48, 192, LayerKind::Full, 7, DType::F16),
@@ -224,7 +224,7 @@ fn attention_the_out_projection_and_the_mlp_match_the_cpu() {
             let (mut lc, mut lg) = (layer(&mut cpu, kind, first), layer(&mut gpu, kind, first));
             let o = gpu.model().dev.kernels.options;
             // The join's two dispatches, then the MLP's two (a row of at most
-            // RESIDUAL_MAX_K: the residual formed by gate|up) or three.
+            // `residual_max_k`: the residual formed by gate|up) or three.
             let joining = if o.fuse_residual { 4 } else { 5 };
             let mut joined = 0;
             let mut pos = 0;

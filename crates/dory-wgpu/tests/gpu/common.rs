@@ -59,9 +59,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // with a prompt's attention on the tensor cores where the defaults leave it off.
             let o = first.kernels.options;
             let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
-            // q8_0 prompts copied for the tensor cores in slices of 64 rows.
+            // q8_0 prompts copied for the tensor cores in slices of 64 rows; rows wider than
+            // 1,024 with the residual in its own dispatch where the defaults fuse them.
             let q8_copy_bytes = 0;
-            let other = Options { tiles: !o.tiles, attend_coop, q8_copy_bytes, ..o };
+            let other = Options { tiles: !o.tiles, attend_coop, q8_copy_bytes, residual_max_k: 1024, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");

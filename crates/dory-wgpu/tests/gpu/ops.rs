@@ -321,7 +321,7 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                     check(&what("out"), &gpu.get(&og, n), &cpu.get(&oc, n), bound);
                 }
                 // The residual that closes the MLP with the next q|k|v|gate (fused for one
-                // row of at most RESIDUAL_MAX_K on the GPU), reading the MLP's outputs.
+                // row of at most `residual_max_k` on the GPU), reading the MLP's outputs.
                 let width = c.qkvg_width();
                 let (mut pc, mut pg) = (cpu.poisoned(rows * width), gpu.poisoned(rows * width));
                 cpu.residual_project((0, Part::Mlp), &mut hc, &oc, Mat::Qkvg(0), &mut pc, rows);
