@@ -422,8 +422,10 @@ impl Options {
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
         }
+        // Up to 2,048: y's 8 KiB and the kernel's other workgroup memory stay within the
+        // 16 KiB every adapter gives.
         if let Some(&[k]) = numbers("DORY_WGPU_RESIDUAL_K").as_deref() {
-            self.residual_max_k = (k as usize).clamp(4, 4096).next_multiple_of(4);
+            self.residual_max_k = (k as usize).clamp(4, 2048).next_multiple_of(4);
         }
     }
 

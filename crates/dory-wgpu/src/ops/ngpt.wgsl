@@ -2,8 +2,8 @@
 // prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read through the
 // including module's res_h(base, e) and res_o(base, e) (vec4 e of the row at `base`),
 // written through res_put(base, e, y) (residual_row); returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the
-// last the final N, which the caller applies where it is cheapest. The module binds `alpha`. Every
-// invocation of the workgroup (256) must call it.
+// last the final N, which the caller applies where it is cheapest. The module binds
+// `alpha`. Every invocation of the workgroup (256) must call it.
 
 // y at one vec4 of the row, from h, o, alpha there and the factors 1/‖h‖, 1/‖o‖.
 fn residual_y(h: vec4<f32>, o: vec4<f32>, a: vec4<f32>, ih: f32, io: f32) -> vec4<f32> {
