@@ -41,7 +41,7 @@ var<private> res: vec3<f32>;
 override RES_K4: u32 = 256u;
 var<workgroup> y_sh: array<vec4<f32>, RES_K4>;
 
-// The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y, unnormalised, goes
+// The residual's writes (ngpt_in.wgsl's residual_row): y, unnormalised, goes
 // to y_sh.
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
     y_sh[e] = y;

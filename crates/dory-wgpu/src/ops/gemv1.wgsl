@@ -65,7 +65,7 @@ fn prologue(lid: u32, wid: u32) -> f32 {
     return 1.0;
 }
 
-// The residual's writes (ngpt.wgsl; its reads are ngpt_in.wgsl's): y goes to x_sh.
+// The residual's writes (ngpt_in.wgsl's residual_row): y goes to x_sh.
 fn res_put(base: u32, e: u32, y: vec4<f32>) {
     x_sh[e] = y;
 }

@@ -1,4 +1,4 @@
-// The nGPT residual (ngpt.wgsl) run in place on the hidden state, its reads and writes:
+// The nGPT residual (ngpt.wgsl) run in place on the hidden state, and its reads:
 // residual.wgsl and mix.wgsl, which bind `h` and `o` under those names.
 
 // h ← N(y) over the row at `base`; every invocation of the workgroup (256) must call it.
@@ -16,8 +16,4 @@ fn res_h(base: u32, e: u32) -> vec4<f32> {
 
 fn res_o(base: u32, e: u32) -> vec4<f32> {
     return o[base + e];
-}
-
-fn res_put(base: u32, e: u32, y: vec4<f32>) {
-    h[base + e] = y;
 }

@@ -1,9 +1,9 @@
-// The nGPT residual (spec §4) of one row, shared by residual.wgsl and the projections'
-// prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read through the
-// including module's res_h(base, e) and res_o(base, e) (vec4 e of the row at `base`),
-// written through res_put(base, e, y) (residual_row); returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the
-// last the final N, which the caller applies where it is cheapest. The module binds
-// `alpha`. Every invocation of the workgroup (256) must call it.
+// The nGPT residual (spec §4) of one row, shared by residual.wgsl, mix.wgsl and the
+// projections' prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read
+// through the including module's res_h(base, e) and res_o(base, e) (vec4 e of the row at
+// `base`); `residual_norms` returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the last the final N, which the
+// caller applies where it is cheapest. The module binds `alpha`. Every invocation of the
+// workgroup (256) must call it.
 
 // y at one vec4 of the row, from h, o, alpha there and the factors 1/‖h‖, 1/‖o‖.
 fn residual_y(h: vec4<f32>, o: vec4<f32>, a: vec4<f32>, ih: f32, io: f32) -> vec4<f32> {
@@ -34,13 +34,4 @@ fn residual_norms(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
     let io = 1.0 / sqrt(s.y + eps);
     let yy = s.z * ih * ih + 2.0 * c * ih * io + s.w * io * io;
     return vec3<f32>(ih, io, 1.0 / sqrt(max(yy, 0.0) + eps));
-}
-
-// residual_norms, with y written through res_put (unnormalised).
-fn residual_row(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
-    let f = residual_norms(base, n, lid, eps);
-    for (var e = lid; e < n; e = e + 256u) {
-        res_put(base, e, residual_y(res_h(base, e), res_o(base, e), alpha[e], f.x, f.y));
-    }
-    return f;
 }
