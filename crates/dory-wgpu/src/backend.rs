@@ -258,6 +258,13 @@ impl Backend for Wgpu {
         Ok(GpuCache::default())
     }
 
+    /// Keeps the keys', values' and query store's buffers (no position is read before a
+    /// step writes it); a seal's landmarks go.
+    fn clear(&mut self, _layer: usize, cache: &mut GpuCache) -> dory::Result<()> {
+        (cache.q_rows, cache.landmarks) = (0, None);
+        Ok(())
+    }
+
     fn relayout(
         &mut self,
         cache: &mut GpuCache,

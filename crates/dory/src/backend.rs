@@ -92,6 +92,13 @@ pub trait Backend {
     /// An empty cache for `layer`.
     fn cache(&mut self, layer: usize) -> Result<Self::Cache>;
 
+    /// Empties `cache` (of `layer`), keeping what storage the backend would otherwise
+    /// allocate again: by default it is made anew.
+    fn clear(&mut self, layer: usize, cache: &mut Self::Cache) -> Result<()> {
+        *cache = self.cache(layer)?;
+        Ok(())
+    }
+
     /// Makes `cache` hold the slots that `next` needs for positions below `end`, moving
     /// the entries that `moves` lists (old slot → new slot, read from the old storage).
     fn relayout(&mut self, cache: &mut Self::Cache, next: &Keys, end: usize, moves: &[(usize, usize)]) -> Result<()>;

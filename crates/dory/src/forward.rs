@@ -197,11 +197,26 @@ impl<B: Backend> Forward<B> {
 
     /// Forgets every position: a new session.
     pub fn reset(&mut self) -> Result<()> {
+        self.restart(false)
+    }
+
+    /// `reset`, keeping the caches' storage for the next context where the backend would
+    /// allocate it again (GPU buffers): a benchmark's repetitions then time their steps,
+    /// not the allocator, as llama-bench's cleared KV cache does. The storage stays held
+    /// until a `reset` or the session's end.
+    pub fn clear(&mut self) -> Result<()> {
+        self.restart(true)
+    }
+
+    fn restart(&mut self, keep: bool) -> Result<()> {
         self.drop_ahead();
         let sample = self.sample();
         for (i, layer) in self.layers.iter_mut().enumerate() {
             layer.keys = Keys::for_step(layer.kind, self.config.window, 1, sample);
-            layer.cache = self.backend.cache(i)?;
+            match keep {
+                true => self.backend.clear(i, &mut layer.cache)?,
+                false => layer.cache = self.backend.cache(i)?,
+            }
             layer.sealed_at = None;
         }
         self.fed = false;

@@ -68,6 +68,13 @@ impl<B: Backend> Session<B> {
         Ok(())
     }
 
+    /// `reset`, keeping the caches' storage (`Forward::clear`).
+    pub fn clear(&mut self) -> Result<()> {
+        self.forward.clear()?;
+        self.forget();
+        Ok(())
+    }
+
     /// The session's own bookkeeping, back to a fresh session's.
     fn forget(&mut self) {
         self.pos = 0;

@@ -124,6 +124,14 @@ fn steps_recorded_ahead_run_or_are_dropped() {
         gpu.reset().unwrap();
         assert_eq!(gpu.forward().recorded_ahead(), None);
         agree(&format!("{what} after a reset"), &mut cpu, &mut gpu, &ids(3, 7), &ids(6, 8), |_| 1e-4);
+        // Cleared, the GPU's caches keep their buffers (what they hold is never read), and
+        // a longer context than any before grows them.
+        let held = gpu.forward().cache_bytes();
+        cpu.clear().unwrap();
+        gpu.clear().unwrap();
+        assert_eq!((gpu.forward().recorded_ahead(), gpu.position()), (None, 0));
+        assert_eq!(gpu.forward().cache_bytes(), held, "{what}: the buffers kept");
+        agree(&format!("{what} after a clear"), &mut cpu, &mut gpu, &ids(40, 10), &ids(6, 11), |_| 1e-4);
     }
 }
 
@@ -166,7 +174,7 @@ fn greedy_steps_run_on_the_device_token() {
 
 #[test]
 fn o1_models_agree_with_the_cpu_across_the_seal() {
-    for dev in devices() {
+    for (i, dev) in devices().iter().enumerate() {
         let o1 = serde_json::json!({"o1": {"sinks": 2, "window": 8, "landmarks": 4, "stride": 2, "seal_at": 24}});
         let c = config_with(64, 2, 16, 96, &["sliding", "full"], 3, 6, o1);
         let (_dir, model) = random_model(&c, 5, DType::F32);
@@ -175,14 +183,18 @@ fn o1_models_agree_with_the_cpu_across_the_seal() {
         let mut gpu = gpu_session(&gm, 16);
         assert_eq!(gpu.forward().attention().name(), "o1");
         // The seal comes with the first step at or after 24; the far span fills later.
-        agree(&format!("{} o1", dev.describe()), &mut cpu, &mut gpu, &ids(20, 5), &ids(40, 6), |p| {
-            if p < 24 {
-                1e-4
-            } else {
-                1e-3
-            }
-        });
+        let bound = |p: usize| if p < 24 { 1e-4 } else { 1e-3 };
+        agree(&format!("{} o1", dev.describe()), &mut cpu, &mut gpu, &ids(20, 5), &ids(40, 6), bound);
         assert!(gpu.forward().sealed());
+        // Cleared after the seal: the full layer exact again in the sealed layer's buffers,
+        // grown, and sealed anew (on one device: the kernels are the same).
+        if i == 0 {
+            cpu.clear().unwrap();
+            gpu.clear().unwrap();
+            assert!(!gpu.forward().sealed());
+            agree(&format!("{} o1 after a clear", dev.describe()), &mut cpu, &mut gpu, &ids(30, 7), &ids(4, 8), bound);
+            assert!(gpu.forward().sealed());
+        }
     }
 }
 
