@@ -5,7 +5,7 @@
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
 # 1. the GPU tests (Session::clear's among them);
 # 2. the larger config, exact: pp512 + tg64 at depth 0 (5 reps) and 4096 (3 reps), both
-#    binaries interleaved, two rounds; depth 32768, 1 rep, this binary;
+#    binaries, one round; depth 32768, 1 rep, this binary;
 # 3. dory-tiny: pp512 + tg128 under its rule and with all passes, both binaries, one round;
 # 4. PyTorch compile + graph on the larger config at depth 0 (bench/wgpu_torch.py).
 cd "$(dirname "$0")/../../.."  # the repository root
