@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# 2026-12-05, eighth session, first call: `dory bench`'s repetitions with their caches'
+# 2026-12-05, eighth session: NOT RUN. No machine came for it in that session (one was taken
+# back mid-call, the other tries got none, and then the session's device time was spent),
+# so it is left as the next session's first call: `dory bench`'s repetitions with their caches'
 # storage kept (Session::clear, acfbf05) against 7b918f8 (each repetition's caches made
 # anew), and where issue 9 stands on whichever card comes. Built with
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
