@@ -125,7 +125,7 @@ fn steps_recorded_ahead_run_or_are_dropped() {
         assert_eq!(gpu.forward().recorded_ahead(), None);
         agree(&format!("{what} after a reset"), &mut cpu, &mut gpu, &ids(3, 7), &ids(6, 8), |_| 1e-4);
         // Cleared, the GPU's caches keep their buffers (what they hold is never read), and
-        // a longer context than any before grows them.
+        // a context longer than the one they were sized for grows them.
         let held = gpu.forward().cache_bytes();
         cpu.clear().unwrap();
         gpu.clear().unwrap();
