@@ -45,14 +45,16 @@ step "rust: build, lints and tests"
 # once: a separate `cargo clippy --all-targets` compiled them, and every dependency, a
 # second time (4.5 of CI's 30 minutes). `cargo test` builds every target clippy's
 # --all-targets checks (libraries, binaries, tests, examples; the workspace has no benches).
+# The variables are set for this command alone: the fuzz step's nightly build must not
+# take the stable toolchain's driver.
 clippy_driver=$(rustc --print sysroot)/bin/clippy-driver
+lint=()
 if [ -x "$clippy_driver" ]; then
-    RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__ \
-        cargo test --release --workspace --locked
+    lint=(env RUSTC_WORKSPACE_WRAPPER="$clippy_driver" CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__)
 else
     echo "no clippy-driver in the toolchain: clippy runs on its own after the tests"
-    cargo test --release --workspace --locked
 fi
+"${lint[@]}" cargo test --release --workspace --locked
 # The CLI's tests built the binary (a second `cargo build` would rebuild dependencies for
 # the features without the dev-dependencies' and change nothing the tests see).
 export DORY_BIN=$root/target/release/dory

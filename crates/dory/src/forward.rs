@@ -213,9 +213,10 @@ impl<B: Backend> Forward<B> {
         let sample = self.sample();
         for (i, layer) in self.layers.iter_mut().enumerate() {
             layer.keys = Keys::for_step(layer.kind, self.config.window, 1, sample);
-            match keep {
-                true => self.backend.clear(i, &mut layer.cache)?,
-                false => layer.cache = self.backend.cache(i)?,
+            if keep {
+                self.backend.clear(i, &mut layer.cache)?;
+            } else {
+                layer.cache = self.backend.cache(i)?;
             }
             layer.sealed_at = None;
         }
