@@ -136,6 +136,32 @@ fn steps_recorded_ahead_run_or_are_dropped() {
 }
 
 #[test]
+fn a_benchmarks_cycle_reuses_the_caches_storage() {
+    // `dory bench`'s repetition: cleared, a fill of W rows, a prompt (whose kept positions
+    // stay in their ring slots), then decoded rows (which move them). The first repetition
+    // allocates; the next take the buffers the last let go, and agree with the CPU.
+    let Some(dev) = devices().first() else { return };
+    let c = config(64, 2, 16, 96, &["sliding", "full"], 3, 6);
+    let (_dir, model) = random_model(&c, 32, DType::F16);
+    let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+    let mut cpu = cpu_session(&model, 64);
+    let mut gpu = gpu_session(&gm, 64);
+    let mut made = vec![];
+    for rep in 0..3u64 {
+        cpu.clear().unwrap();
+        gpu.clear().unwrap();
+        let what = format!("{} repetition {rep}", dev.describe());
+        agree(&format!("{what}, fill"), &mut cpu, &mut gpu, &ids(6, 50 + rep), &[], |_| 1e-4);
+        agree(&what, &mut cpu, &mut gpu, &ids(4, 60 + rep), &ids(3, 70 + rep), |_| 1e-4);
+        made.push(gpu.forward().backend.cache_buffers_made());
+    }
+    assert!(
+        made[0] > 0 && made[1..].iter().all(|&m| m == made[0]),
+        "cache buffers made by each repetition's end: {made:?}"
+    );
+}
+
+#[test]
 fn greedy_steps_run_on_the_device_token() {
     // A greedy decoder's steps run ahead on the device's own token; a step fed another
     // runs again, so every step agrees with the CPU either way. Under exit rules too, where
