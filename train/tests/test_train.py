@@ -110,15 +110,15 @@ def test_the_same_script_runs_data_parallel(data, tmp_path):
     import sys
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(CONFIG))
-    out = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(Path(trainer.__file__)), "--config", str(cfg), "--data", str(data), "--out", str(out),
-           "--seq", "32", "--batch", "4", "--steps", "4", "--device", "cpu", "--log-every", "1",
-           "--decode-frac", "0.5", "--no-export"]
     # A run takes ~15 s. One in a fresh-clone CI run on this sandbox hung for the whole
     # timeout (12 more under load did not), with nothing to say where: so a hang prints
-    # what the run wrote and runs it once more; a run that fails is not retried.
+    # what the run wrote and runs it once more, afresh; a run that fails is not retried.
     for attempt in (1, 2):
+        out = tmp_path / f"ddp{attempt}"
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               str(Path(trainer.__file__)), "--config", str(cfg), "--data", str(data), "--out", str(out),
+               "--seq", "32", "--batch", "4", "--steps", "4", "--device", "cpu", "--log-every", "1",
+               "--decode-frac", "0.5", "--no-export"]
         rc, stdout, stderr = run_killing_the_group(cmd, timeout=150)
         if rc is not None:
             break
