@@ -68,7 +68,7 @@ pub struct Wgpu {
     cache_buffers_made: usize,
 }
 
-/// Spare buffers kept: a layer's keys and values. A benchmark's repetitions and a chat's
+/// Spare buffers kept: a ring's keys and values. A benchmark's repetitions and a chat's
 /// turns switch the rings between a prompt's layout and a decoded row's, and each switch
 /// then takes the buffers the last one let go instead of the device's allocator, which
 /// sometimes takes milliseconds for a new block (the larger config's pp512 at depth 4096
@@ -329,8 +329,12 @@ impl Backend for Wgpu {
                     copy::slots(&mut self.rec, &nk, &k, moves, width);
                     copy::slots(&mut self.rec, &nv, &v, moves, width);
                 }
-                self.spare(k);
-                self.spare(v);
+                // A ring's old buffers serve its next layout; a full layer's, half the size
+                // of its next growth, would serve none.
+                if let Keys::Ring(_) = next {
+                    self.spare(k);
+                    self.spare(v);
+                }
             }
             // A spare may hold more slots than asked for.
             cache.slots = (nk.bytes.min(nv.bytes) / (4 * width as u64)) as usize;
