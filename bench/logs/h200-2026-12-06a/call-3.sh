@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 2026-12-06, ninth session: NOT RUN (the session's device time ran out; the next session's first call). This stop's binary (the caches' spare buffers, abaedf2's code)
+# 2026-12-06, ninth session: NOT RUN (the session's device time ran out; the next session's first call). This stop's binary (3225f2e's code: the caches' spare buffers, kept from rings)
 # against ee4a49f where call 2 did not look: the larger config at depth 0 (pp512 + tg64, 5
 # reps; its decode's first step relayouts the rings, now with nothing to copy) and
 # dory-tiny under its rule and with all passes (pp512 + tg128, 3 reps), two rounds
