@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# 2026-12-06, ninth session: the eighth session's planned first call (bench/logs/h200-2026-12-05g,
-# which no machine ran): `dory bench`'s repetitions with their caches' storage kept
+# 2026-12-06, ninth session: the eighth session's planned first call (written then, run by no machine),
+# now run: `dory bench`'s repetitions with their caches' storage kept
 # (Session::clear, acfbf05) against 7b918f8 (each repetition's caches made anew), and where
 # issue 9 stands on whichever card comes. Built with
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
