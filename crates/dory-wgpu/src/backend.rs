@@ -321,24 +321,21 @@ impl Backend for Wgpu {
         if moved || cache.slots < need || cache.k.is_none() {
             let slots = if moved { need } else { self.capacity(next, need, cache.slots, width) };
             let keep = if moved { 0 } else { cache.slots.min(slots) };
-            let (k, v) = (cache.k.take(), cache.v.take());
-            let nk = self.grown(k.as_ref(), slots, width, keep, "keys")?;
-            let nv = self.grown(v.as_ref(), slots, width, keep, "values")?;
-            if let (Some(k), Some(v)) = (k, v) {
-                if moved {
-                    copy::slots(&mut self.rec, &nk, &k, moves, width);
-                    copy::slots(&mut self.rec, &nv, &v, moves, width);
-                }
-                // A ring's old buffers serve its next layout; a full layer's, half the size
-                // of its next growth, would serve none.
-                if let Keys::Ring(_) = next {
-                    self.spare(k);
-                    self.spare(v);
-                }
+            let nk = self.grown(cache.k.as_ref(), slots, width, keep, "keys")?;
+            let nv = self.grown(cache.v.as_ref(), slots, width, keep, "values")?;
+            if let (true, Some(k), Some(v)) = (moved, &cache.k, &cache.v) {
+                copy::slots(&mut self.rec, &nk, k, moves, width);
+                copy::slots(&mut self.rec, &nv, v, moves, width);
             }
             // A spare may hold more slots than asked for.
             cache.slots = (nk.bytes.min(nv.bytes) / (4 * width as u64)) as usize;
-            (cache.k, cache.v) = (Some(nk), Some(nv));
+            let old = (cache.k.replace(nk), cache.v.replace(nv));
+            // A ring's old buffers serve its next layout; a full layer's, half the size of
+            // its next growth, would serve none.
+            if let (Keys::Ring(_), (Some(k), Some(v))) = (next, old) {
+                self.spare(k);
+                self.spare(v);
+            }
         }
         let rows = next.samples(end);
         if rows == 0 {
