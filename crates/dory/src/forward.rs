@@ -142,6 +142,10 @@ pub struct Forward<B: Backend> {
     /// millions); 0 otherwise.
     rope_offset: usize,
     ahead: Option<Ahead>,
+    /// The last position whose step pushed (spec §6) into the sealed layers' far field:
+    /// a step at that position again, after the one recorded ahead there ran and was not
+    /// taken, must not push the same position twice.
+    pushed: Option<usize>,
     /// Whether each decoded step is fed the greedy token of the one before (`set_greedy`).
     greedy: bool,
 }
@@ -169,6 +173,7 @@ impl<B: Backend> Forward<B> {
             fed: false,
             rope_offset: 0,
             ahead: None,
+            pushed: None,
             greedy: false,
         };
         f.reset()?;
@@ -221,6 +226,7 @@ impl<B: Backend> Forward<B> {
             layer.sealed_at = None;
         }
         self.fed = false;
+        self.pushed = None;
         Ok(())
     }
 
@@ -259,6 +265,15 @@ impl<B: Backend> Forward<B> {
             Attention::O1(o) => Some(o.stride),
             Attention::Exact => None,
         }
+    }
+
+    /// Whether a decoded step at `pos0` may be recorded ahead of its token, after the
+    /// last read of the row before: any but the one that seals, which reads the caches
+    /// back first. A step after the seal pushes a position into the far field, but as it
+    /// lays the caches out (unheld, so that even a dropped step's push runs) and once a
+    /// position (`pushed`).
+    fn may_run_ahead(&self, pos0: usize) -> bool {
+        !self.row_by_row(pos0) || self.layers.iter().all(|l| l.kind != LayerKind::Full || l.sealed_at.is_some())
     }
 
     /// Whether a step starting at `pos0` seals a layer or runs after a seal: such steps
@@ -388,7 +403,8 @@ impl<B: Backend> Forward<B> {
                 self.backend.copy_rows(&mut sc.kept, 1, &sc.logits, 0, 1, v);
             }
             // The next step is recorded while this read-out comes back, as at a step's last
-            // read: where the rule holds, this is that read.
+            // read: where the rule holds, this is that read. Not after the seal: its push
+            // would reach this row's later passes.
             let ahead = self.backend.holds() && !self.row_by_row(at.pos0 + 1);
             if ahead {
                 let sc = self.scratch.as_ref().expect("prepared");
@@ -490,8 +506,8 @@ impl<B: Backend> Forward<B> {
     /// step is recorded while the device runs this one, up to its first read (its token's
     /// embedding among them, the token given at `release`), so that the host's encoding of
     /// a step does not leave the device idle: a step that does not come (another segment, a
-    /// new exit rule, the end) is dropped unrun. Not across a seal or after it, whose steps
-    /// push and export.
+    /// new exit rule, the end) is dropped unrun. Not the step that seals, whose layout
+    /// reads the caches back (`may_run_ahead`).
     /// A greedy decoder's next step, where the device can choose its token, runs at once
     /// instead: the host checks the token it was fed against its own argmax of these logits
     /// before it takes the step, and that step's read checks the device's (`check`). With
@@ -507,7 +523,7 @@ impl<B: Backend> Forward<B> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
         let len = v + if tested { 2 } else { usize::from(check.is_some()) };
-        if self.backend.holds() && !self.row_by_row(next.pos0) {
+        if self.backend.holds() && self.may_run_ahead(next.pos0) {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, len);
             // Only a step read once runs ahead: a read-out the host tests is a wait.
@@ -541,7 +557,8 @@ impl<B: Backend> Forward<B> {
     /// Records the step after the row at `at` ahead of its token, while a read begun
     /// (`read_begin`) comes back: held, its token given at `release`, or with `greedy` run
     /// at once on the device's argmax of these logits. The caches are laid out for it
-    /// first, unheld: what a dropped step leaves is what any step at that position would.
+    /// first, unheld: what a dropped step leaves is what any step at that position would
+    /// (after the seal, its push: the step there again does not push).
     /// A failure there is that step's, not this one's: it is not held, and its own decode
     /// prepares again and reports it.
     fn record_next(&mut self, at: Rows, exit: &ExitRule, greedy: bool) {
@@ -583,12 +600,15 @@ impl<B: Backend> Forward<B> {
             Attention::O1(o) if self.fed && at.pos0 >= o.seal_at => Some(o.clone()),
             _ => None,
         };
+        // A step recorded ahead here ran its pushes, taken or not.
+        let push = self.pushed < Some(at.pos0);
         for layer in &mut self.layers {
             match (layer.keys, &seal) {
                 (Keys::Sealed(near), _) => {
                     debug_assert_eq!(at.rows, 1, "sealed layers run single rows");
-                    if let Some(e) = near.leaving(at.pos0).filter(|_| layer.sealed_at < Some(at.pos0)) {
+                    if let Some(e) = near.leaving(at.pos0).filter(|_| push && layer.sealed_at < Some(at.pos0)) {
                         self.backend.push(&mut layer.cache, &near, e);
+                        self.pushed = Some(at.pos0);
                     }
                 }
                 (Keys::Full { .. }, Some(o1)) => {

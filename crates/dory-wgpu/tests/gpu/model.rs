@@ -222,6 +222,46 @@ fn o1_models_agree_with_the_cpu_across_the_seal() {
 }
 
 #[test]
+fn greedy_steps_run_ahead_after_the_seal() {
+    // After the seal each step pushes the position leaving the window into the far field
+    // as the caches are laid out; so a step recorded ahead pushes it even where the step is
+    // dropped (every fourth token here is not the greedy one), and the step at that
+    // position again must not push it twice. The step that seals reads the caches back and
+    // is never recorded ahead; nor, after the seal, is one at a read-out the host tests,
+    // whose push would reach the rest of the row before it.
+    let o1 = serde_json::json!({"o1": {"sinks": 2, "window": 8, "landmarks": 4, "stride": 2, "seal_at": 24}});
+    let c = config_with(64, 2, 16, 96, &["sliding", "full"], 3, 6, o1);
+    let (_dir, model) = random_model(&c, 33, DType::F16);
+    for dev in devices() {
+        let gm = GpuModel::new(dev.clone(), &model.config, &model.weights).expect("upload");
+        for exit in [ExitRule::NONE, ALWAYS, NEVER] {
+            let mut cpu = cpu_session(&model, 16);
+            let mut gpu = gpu_session(&gm, 16);
+            (cpu.exit, gpu.exit) = (exit, exit);
+            gpu.forward_mut().set_greedy(true);
+            let what = format!("{} exit {exit}", dev.describe());
+            let prompt = ids(20, 12);
+            cpu.prompt(&prompt, false, Want::Last).unwrap();
+            let mut logits = gpu.prompt(&prompt, false, Want::Last).unwrap().logits;
+            let read_once = exit == ExitRule::NONE || dev.kernels.options.exit_on_device;
+            for step in 0..24 {
+                let pos = gpu.position();
+                let greedy = dory::sampler::argmax(&logits);
+                let id = if step % 4 == 3 { (greedy + 1) % c.vocab_size as u32 } else { greedy };
+                let (dc, dg) = (cpu.step(id).unwrap(), gpu.step(id).unwrap());
+                let bound = if pos < 24 { 1e-4 } else { 1e-3 };
+                check(&format!("{what}: position {pos}"), &dg.logits, &dc.logits, bound);
+                assert_eq!(dg.passes, dc.passes, "{what}: position {pos}");
+                let runs_ahead = read_once && gpu.forward().backend.holds() && pos + 1 != 24;
+                assert_eq!(gpu.forward().running_ahead(), runs_ahead, "{what}: position {pos} runs the next ahead");
+                logits = dg.logits;
+            }
+            assert!(gpu.forward().sealed(), "{what}");
+        }
+    }
+}
+
+#[test]
 fn sessions_share_a_device_and_its_weights() {
     for dev in devices() {
         let c = config(64, 2, 16, 96, &["sliding", "full"], 2, 5);
