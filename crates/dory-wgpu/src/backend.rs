@@ -587,6 +587,13 @@ impl Backend for Wgpu {
         true
     }
 
+    fn embed_ahead(&mut self, x: &mut GpuBuf, id: u32) {
+        self.rec.begin_op();
+        // As embed_greedy's step: one submission, at `flush`.
+        self.rec.unbatched();
+        embed::record(&mut self.rec, &self.model.embed, &x.store, &[id]);
+    }
+
     fn flush(&mut self) {
         self.rec.flush();
     }

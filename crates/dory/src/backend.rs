@@ -273,6 +273,12 @@ pub trait Backend {
         false
     }
 
+    /// x ← embed[id] for a step to run right after the one the device is still running,
+    /// its token known ahead (a segment's next row): by default `embed`.
+    fn embed_ahead(&mut self, x: &mut Self::Buf, id: u32) {
+        self.embed(x, &[id]);
+    }
+
     /// Starts the device on what is recorded, without a read (a failure is reported at
     /// the next read, as an op's).
     fn flush(&mut self) {}

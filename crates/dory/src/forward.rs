@@ -108,6 +108,8 @@ enum Token {
     /// The device's own greedy choice (`Forward::set_greedy`), `token` by the host's
     /// reckoning: the step runs already.
     Greedy { token: u32 },
+    /// A token known ahead (a segment's next row after the seal): the step runs already.
+    Fed { token: u32 },
 }
 
 /// Working buffers for up to `rows` rows.
@@ -240,7 +242,7 @@ impl<B: Backend> Forward<B> {
 
     /// Whether the step recorded ahead runs already, on the device's greedy token.
     pub fn running_ahead(&self) -> bool {
-        self.ahead.is_some_and(|a| matches!(a.token, Token::Greedy { .. }))
+        self.ahead.is_some_and(|a| matches!(a.token, Token::Greedy { .. } | Token::Fed { .. }))
     }
 
     /// A step recorded ahead of its token (`read_last`), if any: its position and the pass
@@ -313,9 +315,10 @@ impl<B: Backend> Forward<B> {
             return Err(invalid!("a segment needs at least one token"));
         }
         if self.row_by_row(pos0) {
-            // After a seal, a segment's rows are decoding steps (all passes, no exit).
+            // After a seal, a segment's rows are decoding steps (all passes, no exit), each
+            // run ahead of the read of the row before.
             for (r, &id) in ids.iter().enumerate() {
-                let out = self.decode(id, pos0 + r, &ExitRule::NONE)?;
+                let out = self.decode_fed(id, pos0 + r, &ExitRule::NONE, ids.get(r + 1).copied())?;
                 if want == Want::All || r + 1 == t {
                     sink(r, &out.logits);
                 }
@@ -380,12 +383,19 @@ impl<B: Backend> Forward<B> {
 
     /// One decoded token at `pos`, with the exit rule `exit`.
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
+        self.decode_fed(id, pos, exit, None)
+    }
+
+    /// `decode`, and where the token of the step after is known (`next`), that step run
+    /// on it ahead of this one's read.
+    fn decode_fed(&mut self, id: u32, pos: usize, exit: &ExitRule, next: Option<u32>) -> Result<Decoded> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let at = Rows { pos0: pos, rows: 1 };
         let first = self.first_read(exit);
         let mut check = None;
         match self.ahead.take_if(|a| a.pos == pos && a.exit == *exit).map(|a| a.token) {
             Some(Token::Greedy { token }) if token == id => check = Some(id),
+            Some(Token::Fed { token }) if token == id => {}
             Some(Token::Held) => self.backend.release(id)?,
             // Drops a step recorded ahead for another position or rule. One that ran on
             // another token (the caller's was not the greedy one) wrote only its own
@@ -410,7 +420,7 @@ impl<B: Backend> Forward<B> {
                 let sc = self.scratch.as_ref().expect("prepared");
                 let (buf, len) = if both { (&sc.kept, 2 * v) } else { (&sc.logits, v) };
                 self.backend.read_begin(buf, len);
-                self.record_next(at, exit, false);
+                self.record_next(at, exit, Token::Held);
             }
             let sc = self.scratch.as_ref().expect("prepared");
             let logits = if both {
@@ -439,7 +449,7 @@ impl<B: Backend> Forward<B> {
             k = self.passes_to_read(at, k + 1, exit);
         }
         let tested = self.backend.tests_exit() && (1..passes).any(|k| exit.tested(k, passes));
-        let (logits, left) = self.read_last(at, exit, check, tested)?;
+        let (logits, left) = self.read_last(at, exit, check, tested, next)?;
         Ok(Decoded { logits, passes: left.unwrap_or(passes) })
     }
 
@@ -519,6 +529,7 @@ impl<B: Backend> Forward<B> {
         exit: &ExitRule,
         check: Option<u32>,
         tested: bool,
+        fed: Option<u32>,
     ) -> Result<(Vec<f32>, Option<usize>)> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
@@ -527,7 +538,13 @@ impl<B: Backend> Forward<B> {
             let sc = self.scratch.as_ref().expect("prepared");
             self.backend.read_begin(&sc.logits, len);
             // Only a step read once runs ahead: a read-out the host tests is a wait.
-            self.record_next(at, exit, self.greedy && self.read_once(exit));
+            let token = match fed {
+                _ if !self.read_once(exit) => Token::Held,
+                Some(token) => Token::Fed { token },
+                None if self.greedy => Token::Greedy { token: u32::MAX },
+                None => Token::Held,
+            };
+            self.record_next(at, exit, token);
         }
         let sc = self.scratch.as_ref().expect("prepared");
         let mut logits = self.backend.read(&sc.logits, len)?;
@@ -555,29 +572,37 @@ impl<B: Backend> Forward<B> {
     }
 
     /// Records the step after the row at `at` ahead of its token, while a read begun
-    /// (`read_begin`) comes back: held, its token given at `release`, or with `greedy` run
-    /// at once on the device's argmax of these logits. The caches are laid out for it
+    /// (`read_begin`) comes back: held, its token given at `release`, or run at once on a
+    /// token fed or the device's argmax of these logits (where the backend can choose it;
+    /// else held). The caches are laid out for it
     /// first, unheld: what a dropped step leaves is what any step at that position would
     /// (after the seal, its push: the step there again does not push).
     /// A failure there is that step's, not this one's: it is not held, and its own decode
     /// prepares again and reports it.
-    fn record_next(&mut self, at: Rows, exit: &ExitRule, greedy: bool) {
+    fn record_next(&mut self, at: Rows, exit: &ExitRule, token: Token) {
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
         if self.prepare(next, 1, 1).is_err() {
             return;
         }
         let v = self.config.vocab_size;
         let sc = self.scratch.as_mut().expect("prepared");
-        let token = if greedy && self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) {
-            Token::Greedy { token: u32::MAX }
-        } else {
-            self.backend.hold();
-            self.backend.embed_held(&mut sc.x);
-            Token::Held
+        let token = match token {
+            Token::Fed { token } => {
+                self.backend.embed_ahead(&mut sc.x, token);
+                Token::Fed { token }
+            }
+            Token::Greedy { .. } if self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) => {
+                Token::Greedy { token: u32::MAX }
+            }
+            _ => {
+                self.backend.hold();
+                self.backend.embed_held(&mut sc.x);
+                Token::Held
+            }
         };
         self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
         self.passes_to_read(next, 1, exit);
-        if matches!(token, Token::Greedy { .. }) {
+        if token != Token::Held {
             self.backend.flush();
         }
         self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, token });

@@ -228,7 +228,8 @@ fn greedy_steps_run_ahead_after_the_seal() {
     // dropped (every fourth token here is not the greedy one), and the step at that
     // position again must not push it twice. The step that seals reads the caches back and
     // is never recorded ahead; nor, after the seal, is one at a read-out the host tests,
-    // whose push would reach the rest of the row before it.
+    // whose push would reach the rest of the row before it. A later segment's rows run
+    // ahead on the next row's token.
     let o1 = serde_json::json!({"o1": {"sinks": 2, "window": 8, "landmarks": 4, "stride": 2, "seal_at": 24}});
     let c = config_with(64, 2, 16, 96, &["sliding", "full"], 3, 6, o1);
     let (_dir, model) = random_model(&c, 33, DType::F16);
@@ -257,6 +258,16 @@ fn greedy_steps_run_ahead_after_the_seal() {
                 logits = dg.logits;
             }
             assert!(gpu.forward().sealed(), "{what}");
+            // A later segment's rows, decoding steps after the seal, each run ahead on the
+            // next row's token: every row's logits, then the last alone, then steps again.
+            agree(&format!("{what}, a later segment"), &mut cpu, &mut gpu, &ids(9, 13), &ids(2, 14), |_| 1e-3);
+            let later = ids(6, 15);
+            let (lc, lg) = (cpu.prompt(&later, false, Want::Last), gpu.prompt(&later, false, Want::Last));
+            check(&format!("{what}, a later segment's last row"), &lg.unwrap().logits, &lc.unwrap().logits, 1e-3);
+            for id in ids(3, 16) {
+                let (dc, dg) = (cpu.step(id).unwrap(), gpu.step(id).unwrap());
+                check(&format!("{what}: a step after it"), &dg.logits, &dc.logits, 1e-3);
+            }
         }
     }
 }
