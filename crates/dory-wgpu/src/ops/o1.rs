@@ -72,5 +72,5 @@ pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, lm: &Sealed
     let mut binds = vec![(2, Bind::Buf(lm.store.clone())), (7, Bind::Buf(b.prep.q.clone()))];
     binds.extend(attend::join_binds(b));
     let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(lm.rect), ..params(c, lm.m) };
-    rec.dispatch(kernel, &binds, &p, [c.kv_heads as u32, 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [c.heads as u32, 1, 1]);
 }

@@ -18,7 +18,9 @@
 @group(0) @binding(6) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> q: array<f32>;
 
-const WG: u32 = 64u;
+// Invocations of a workgroup, and of a landmark's run (m ≤ 32: WG / 32).
+const WG: u32 = 256u;
+const RUN: u32 = 8u;
 
 struct Layout {
     keys: u32,
@@ -44,179 +46,161 @@ fn offsets() -> Layout {
 
 var<workgroup> fac: array<vec2<f32>, 32>; // push: per landmark, (old factor, new factor)
 
+// Landmark i's score λ x · k of query head a's landmark query x (k: the key at kb), by
+// its run of RUN invocations (i = lid / RUN; 0 past m), the dims cut between them, so that
+// every landmark's loads are in flight at once. Every invocation must call it.
+fn landmark_score(lid: u32, xa: u32, kb: u32) -> f32 {
+    let i = lid / RUN;
+    var x = 0.0;
+    if (i < p.m) {
+        let row = xa + i * p.d;
+        for (var e = lid % RUN; e < p.d; e = e + RUN) {
+            x += lm[row + e] * kc[kb + e];
+        }
+    }
+    return seg_sum(x, lid, RUN) * p.scale;
+}
+
 // One workgroup per query head a.
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn push(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let a = wid.x;
     let c = a / GROUP;
     let d = p.d;
-    let kd = p.kv_heads * d;
+    let m = p.m;
     let at = offsets();
-    let kb = p.slot * kd + c * d;
-    if (lid < p.m) {
-        let i = a * p.m + lid;
-        var x = 0.0;
-        for (var e = 0u; e < d; e = e + 1u) {
-            x += lm[at.queries + i * d + e] * kc[kb + e];
-        }
-        x = x * p.scale;
-        let old_max = lm[at.far_max + i];
+    let kb = p.slot * p.kv_heads * d + c * d;
+    let x = landmark_score(lid, at.queries + a * m * d, kb);
+    let i = lid / RUN;
+    if (i < m && lid % RUN == 0u) {
+        let j = a * m + i;
+        let old_max = lm[at.far_max + j];
         let top = max(old_max, x);
         let f = vec2<f32>(exp(old_max - top), exp(x - top));
-        lm[at.far_max + i] = top;
-        lm[at.far_mass + i] = lm[at.far_mass + i] * f.x + f.y;
-        fac[lid] = f;
+        lm[at.far_max + j] = top;
+        lm[at.far_mass + j] = lm[at.far_mass + j] * f.x + f.y;
+        fac[i] = f;
     }
     workgroupBarrier();
-    for (var e = lid; e < d; e = e + WG) {
-        let v = vc[kb + e];
-        for (var b = 0u; b < p.m; b = b + 1u) {
-            let t = at.far_values + (a * p.m + b) * d + e;
-            lm[t] = lm[t] * fac[b].x + fac[b].y * v;
-        }
+    for (var t = lid; t < m * d; t = t + WG) {
+        let b = t / d;
+        let e = t % d;
+        let at_v = at.far_values + (a * m + b) * d + e;
+        lm[at_v] = lm[at_v] * fac[b].x + fac[b].y * vc[kb + e];
     }
 }
 
-var<workgroup> f_sh: array<f32, 128>;   // [4 heads, m]: landmark scores, then gains
-var<workgroup> off_sh: array<f32, 128>; // [4 heads, m]: fmax + far_max − shift
-var<workgroup> c_sh: array<f32, 4>;     // per head: the common exponent C
-var<workgroup> far_sh: array<f32, 4>;   // per head: the far mass
+var<workgroup> w_sh: array<f32, 32>;   // per landmark: e^{f_i − fmax}, then the gain g_b
+var<workgroup> u_sh: array<f32, 256>;  // the gains' partial sums [8 groups][32 landmarks]
+var<workgroup> v_sh: array<f32, 256>;  // the value sums' groups [groups][d]
 
-// The far part of KV head c's four heads (spec §6's attend), when the far span is not
-// empty: C = max(the near maximum `top`, fmax + off_b) and the far mass, with the gains
-// g_b left in f_sh for the value sums. Every invocation must call it.
-struct Far {
-    cexp: vec4<f32>,
-    mass: vec4<f32>,
-}
-
-// The landmark scores f_i = λ q_a·k̃_{c,i} of KV head c's four heads, then into f_sh the
-// gains u_b = Σ_i e^{f_i − fmax} mu_a[i][b] (rectified), and into off_sh each landmark's
-// offset fmax + off_{a,b}. Every invocation must call it.
-fn landmark_gains(lid: u32, c: u32) {
+// The far part of query head a of KV head c (spec §6's attend), when the far span is not
+// empty: C = max(the near maximum `top`, max_b fmax + off_b) and the far mass, with the
+// gains g_b in w_sh for the value sums (0 where the mass is negative). The landmark scores
+// f_i = λ q_a·k̃_{c,i}, then u_b = Σ_i e^{f_i − fmax} mu_a[i][b] (rectified), each stage's
+// loads all in flight at once. Every invocation must call it.
+fn far_part(lid: u32, a: u32, top: f32) -> vec2<f32> {
+    let c = a / GROUP;
     let d = p.d;
     let m = p.m;
     let at = offsets();
-    for (var idx = lid; idx < GROUP * m; idx = idx + WG) {
-        let a = GROUP * c + idx / m;
-        let i = idx % m;
-        var s = 0.0;
-        for (var e = 0u; e < d; e = e + 1u) {
-            s += q[a * d + e] * lm[at.keys + (c * m + i) * d + e];
-        }
-        f_sh[idx] = s * p.scale;
-    }
-    workgroupBarrier();
-    var u: array<f32, 2>;
-    for (var t = 0u; t < 2u; t = t + 1u) {
-        let idx = lid + t * WG;
-        if (idx < GROUP * m) {
-            let h = idx / m;
-            let b = idx % m;
-            let a = GROUP * c + h;
-            var fmax = -3.0e38;
-            for (var i = 0u; i < m; i = i + 1u) {
-                fmax = max(fmax, f_sh[h * m + i]);
-            }
-            var g = 0.0;
-            for (var i = 0u; i < m; i = i + 1u) {
-                g += exp(f_sh[h * m + i] - fmax) * lm[at.mu + (a * m + i) * m + b];
-            }
-            if (p.rect != 0u) {
-                g = max(g, 0.0);
-            }
-            u[t] = g;
-            off_sh[idx] = fmax + lm[at.far_max + a * m + b] - lm[at.shift + a * m + b];
+    let i = lid / RUN;
+    var f = 0.0;
+    if (i < m) {
+        let row = at.keys + (c * m + i) * d;
+        for (var e = lid % RUN; e < d; e = e + RUN) {
+            f += q[a * d + e] * lm[row + e];
         }
     }
-    workgroupBarrier();
-    for (var t = 0u; t < 2u; t = t + 1u) {
-        let idx = lid + t * WG;
-        if (idx < GROUP * m) {
-            f_sh[idx] = u[t];
-        }
+    f = seg_sum(f, lid, RUN) * p.scale;
+    let fmax = seg_max(select(-3.0e38, f, i < m), lid, WG);
+    if (i < m && lid % RUN == 0u) {
+        w_sh[i] = exp(f - fmax);
     }
     workgroupBarrier();
+    // Landmark b = lid % 32's gain, over the landmarks i ≡ lid / 32 (mod 8).
+    let b = lid % 32u;
+    var u = 0.0;
+    if (b < m) {
+        for (var j = lid / 32u; j < m; j = j + 8u) {
+            u += w_sh[j] * lm[at.mu + (a * m + j) * m + b];
+        }
+    }
+    u_sh[lid] = u;
+    workgroupBarrier();
+    var off = -3.0e38;
+    if (lid < m) {
+        u = u_sh[lid];
+        for (var g = 1u; g < 8u; g = g + 1u) {
+            u += u_sh[g * 32u + lid];
+        }
+        if (p.rect != 0u) {
+            u = max(u, 0.0);
+        }
+        off = fmax + lm[at.far_max + a * m + lid] - lm[at.shift + a * m + lid];
+    }
+    let cexp = max(top, seg_max(off, lid, WG));
+    var gain = 0.0;
+    if (lid < m) {
+        gain = u * exp(off - cexp);
+    }
+    let mass = seg_sum(gain * select(0.0, lm[at.far_mass + a * m + min(lid, m - 1u)], lid < m), lid, WG);
+    if (lid < m) {
+        w_sh[lid] = select(gain, 0.0, mass < 0.0);
+    }
+    workgroupBarrier();
+    return vec2<f32>(cexp, max(mass, 0.0));
 }
 
-fn far_part(lid: u32, c: u32, top: vec4<f32>) -> Far {
-    let m = p.m;
-    let at = offsets();
-    landmark_gains(lid, c);
-    // Per head: C = max(near max, max_b off_b), the far mass, and the gains
-    // g_b = u_b e^{off_b − C} (all 0 when the mass is negative; C is kept).
-    if (lid < GROUP) {
-        let h = lid;
-        let a = GROUP * c + h;
-        var cx = top[h];
-        for (var b = 0u; b < m; b = b + 1u) {
-            cx = max(cx, off_sh[h * m + b]);
-        }
-        var mass = 0.0;
-        for (var b = 0u; b < m; b = b + 1u) {
-            mass += f_sh[h * m + b] * exp(off_sh[h * m + b] - cx) * lm[at.far_mass + a * m + b];
-        }
-        c_sh[h] = cx;
-        far_sh[h] = mass;
-    }
-    workgroupBarrier();
-    for (var t = 0u; t < 2u; t = t + 1u) {
-        let idx = lid + t * WG;
-        if (idx < GROUP * m) {
-            let h = idx / m;
-            var g = f_sh[idx] * exp(off_sh[idx] - c_sh[h]);
-            if (far_sh[h] < 0.0) {
-                g = 0.0;
-            }
-            f_sh[idx] = g;
-        }
-    }
-    workgroupBarrier();
-    let cexp = vec4<f32>(c_sh[0], c_sh[1], c_sh[2], c_sh[3]);
-    return Far(cexp, max(vec4<f32>(far_sh[0], far_sh[1], far_sh[2], far_sh[3]), vec4<f32>(0.0)));
-}
-
-// One workgroup per KV head (one row: a sealed layer decodes row by row).
-@compute @workgroup_size(64)
+// One workgroup per query head (one row: a sealed layer decodes row by row): the near
+// set's chunks, which attend.wgsl left in `part`, joined with the far part, into z.
+@compute @workgroup_size(256)
 fn combine_sealed(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let c = wid.x;
+    let a = wid.x;
+    let c = a / GROUP;
+    let h = a % GROUP;
     let d = p.d;
     let m = p.m;
     let at = offsets();
     let first = c * p.chunks;
-    var top = vec4<f32>(-3.0e38);
-    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
-        top = max(top, part[(first + ch) * (2u + d)]);
+    var top = -3.0e38;
+    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
+        top = max(top, part[(first + ch) * (2u + d)][h]);
     }
-    var cexp = top;
-    var far = vec4<f32>(0.0);
+    top = seg_max(top, lid, WG);
+    var cf = vec2<f32>(top, 0.0);
     if (p.far != 0u) {
-        let f = far_part(lid, c, top);
-        cexp = f.cexp;
-        far = f.mass;
+        cf = far_part(lid, a, top);
     }
-    var sum = far;
-    for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+    let cexp = cf.x;
+    var near = 0.0;
+    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
         let o = (first + ch) * (2u + d);
-        sum += part[o + 1u] * exp(part[o] - cexp);
+        near += part[o + 1u][h] * exp(part[o][h] - cexp);
     }
-    let inv = 1.0 / max(sum, vec4<f32>(1.0e-30));
-    for (var dim = lid; dim < d; dim = dim + WG) {
-        var acc = vec4<f32>(0.0);
-        for (var ch = 0u; ch < p.chunks; ch = ch + 1u) {
+    let inv = 1.0 / max(cf.y + seg_sum(near, lid, WG), 1.0e-30);
+    // Dim lid % d of the value sums, over the chunks and landmarks ≡ lid / d (mod groups).
+    let groups = WG / d;
+    let g = lid / d;
+    let dim = lid % d;
+    var acc = 0.0;
+    if (g < groups) {
+        for (var ch = g; ch < p.chunks; ch = ch + groups) {
             let o = (first + ch) * (2u + d);
-            acc += part[o + 2u + dim] * exp(part[o] - cexp);
+            acc += part[o + 2u + dim][h] * exp(part[o][h] - cexp);
         }
-        for (var h = 0u; h < GROUP; h = h + 1u) {
-            let a = GROUP * c + h;
-            var zv = acc[h];
-            if (p.far != 0u) {
-                for (var b = 0u; b < m; b = b + 1u) {
-                    zv += f_sh[h * m + b] * lm[at.far_values + (a * m + b) * d + dim];
-                }
+        if (p.far != 0u) {
+            for (var b = g; b < m; b = b + groups) {
+                acc += w_sh[b] * lm[at.far_values + (a * m + b) * d + dim];
             }
-            acc[h] = zv * inv[h];
         }
-        gate_into_z(0u, c, p.kv_heads, d, dim, acc);
+    }
+    v_sh[lid] = acc;
+    workgroupBarrier();
+    if (lid < d) {
+        for (var k = 1u; k < groups; k = k + 1u) {
+            acc += v_sh[k * d + lid];
+        }
+        gate_one(0u, c, h, p.kv_heads, d, lid, acc * inv);
     }
 }
