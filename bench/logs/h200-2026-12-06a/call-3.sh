@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# 2026-12-06, ninth session: NOT RUN (the session's device time ran out; the next session's first call). This stop's binary (3225f2e's code: the caches' spare buffers, kept from rings)
+# 2026-12-06, ninth session: written, not run (the device time ran out); run in the tenth
+# session by bench/logs/h200-2026-12-06b/call-1.sh (its output there, under b/), with the
+# binary of 0165a0e (d1540b1's code) plus an opt-in kernel's change. This stop's binary (the caches' spare buffers, kept from rings)
 # against ee4a49f where call 2 did not look: the larger config at depth 0 (pp512 + tg64, 5
 # reps; its decode's first step relayouts the rings, now with nothing to copy) and
 # dory-tiny under its rule and with all passes (pp512 + tg128, 3 reps), two rounds
