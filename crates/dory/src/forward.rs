@@ -240,7 +240,8 @@ impl<B: Backend> Forward<B> {
         self.greedy = greedy;
     }
 
-    /// Whether the step recorded ahead runs already, on the device's greedy token.
+    /// Whether the step recorded ahead runs already, on the device's greedy token or a
+    /// token fed ahead.
     pub fn running_ahead(&self) -> bool {
         self.ahead.is_some_and(|a| matches!(a.token, Token::Greedy { .. } | Token::Fed { .. }))
     }
