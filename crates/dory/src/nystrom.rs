@@ -84,15 +84,20 @@ pub fn seal(c: &Config, o1: &O1, p: usize, cache: &Exported) -> Landmarks {
                 far_values: vec![0.0; m * d],
                 margin,
             };
-            for b in 0..m {
-                let scores: Vec<f64> =
-                    far.clone().map(|j| lambda * dot(qt(b), &cache.keys[j * kd + ch * d..][..d])).collect();
-                let Some(top) = scores.iter().copied().reduce(f64::max) else { continue };
-                st.far_max[b] = top;
-                for (j, s) in far.clone().zip(&scores) {
-                    let e = (s - top).exp();
+            // Position by position, every landmark's score of it while its key is in the
+            // cache (a landmark at a time read the span's keys and values m times each), in
+            // two walks: the maxima, then the sums, each landmark's in the order of j.
+            let score = |b: usize, j: usize| lambda * dot(qt(b), &cache.keys[j * kd + ch * d..][..d]);
+            for j in far.clone() {
+                for b in 0..m {
+                    st.far_max[b] = st.far_max[b].max(score(b, j));
+                }
+            }
+            for j in far.clone() {
+                let v = &cache.values[j * kd + ch * d..][..d];
+                for b in 0..m {
+                    let e = (score(b, j) - st.far_max[b]).exp();
                     st.far_mass[b] += e;
-                    let v = &cache.values[j * kd + ch * d..][..d];
                     st.far_values[b * d..][..d].iter_mut().zip(v).for_each(|(o, &x)| *o += e * f64::from(x));
                 }
             }
