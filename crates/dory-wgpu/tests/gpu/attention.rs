@@ -145,7 +145,7 @@ fn values_of_any_magnitude_keep_their_precision() {
 fn o1_attention_matches_the_cpu_with_and_without_a_far_span() {
     for dev in devices() {
         for (d, seal, landmarks) in [(8, 12, 4), (64, 12, 4), (128, 30, 4), (48, 40, 16)] {
-            // Far span [3, p − 12]: empty when sealing at 12 (until position 15), not at 30.
+            // Far span [3, p − 12]: empty when sealing at 12 (until position 15), not at 30 or 40.
             let o1 = O1 { sinks: 3, window: 12, landmarks, stride: 2, rect: true, rcond: 1e-4, seal_at: 11 };
             let c = config(4 * d, 2, d, 64, &["full"], 1, 7);
             let (_dir, model) = random_model(&c, 40 + d as u64, DType::F32);
