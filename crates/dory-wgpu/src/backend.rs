@@ -119,6 +119,12 @@ impl Wgpu {
 
     /// h's twin, where a projection that forms the residual writes the new hidden state
     /// (made on first use; None after an error, which the recorder then holds).
+    /// `embed::enter` into `enter`'s h, x and s.
+    fn entered(&mut self, [h, x, s]: [&mut GpuBuf; 3], token: embed::Token) {
+        let eps = self.model.config.eps;
+        embed::enter(&mut self.rec, &self.model.embed, [&h.store, &x.store, &s.store], token, eps);
+    }
+
     fn twin(&mut self, h: &mut GpuBuf) -> Option<Arc<Store>> {
         if h.twin.is_none() {
             match Store::new(&self.model.dev, h.store.bytes, "hidden state") {
@@ -357,6 +363,20 @@ impl Backend for Wgpu {
         embed::record(&mut self.rec, &self.model.embed, &x.store, ids);
     }
 
+    fn enter(&mut self, [h, x, s]: [&mut GpuBuf; 3], ids: &[u32]) {
+        match ids {
+            [id] if embed::enters(&self.model.embed) => {
+                self.rec.begin_op();
+                let at = self.rec.upload(&[*id]);
+                self.entered([h, x, s], embed::Token::Uploaded { at });
+            }
+            _ => {
+                self.embed(x, ids);
+                self.mix(Mix::Enter, h, x, s, ids.len());
+            }
+        }
+    }
+
     fn mix(&mut self, m: Mix, h: &mut GpuBuf, x: &GpuBuf, s: &mut GpuBuf, rows: usize) {
         self.rec.begin_op();
         let c = &self.model.config;
@@ -571,27 +591,38 @@ impl Backend for Wgpu {
         self.rec.hold();
     }
 
-    fn embed_held(&mut self, x: &mut GpuBuf) {
+    fn enter_held(&mut self, [h, x, s]: [&mut GpuBuf; 3]) {
         self.rec.begin_op();
+        if embed::enters(&self.model.embed) {
+            let at = self.rec.upload(&[0]);
+            self.rec.token_at(at);
+            return self.entered([h, x, s], embed::Token::Uploaded { at });
+        }
         let at = embed::record(&mut self.rec, &self.model.embed, &x.store, &[0]);
         self.rec.token_at(at);
+        self.mix(Mix::Enter, h, x, s, 1);
     }
 
-    fn embed_greedy(&mut self, x: &mut GpuBuf, logits: &mut GpuBuf, v: usize) -> bool {
+    fn enter_greedy(&mut self, [h, x, s]: [&mut GpuBuf; 3], logits: &mut GpuBuf, v: usize) -> bool {
         self.rec.begin_op();
         // The step runs after this one, which the device is still running: in one
         // submission, at `flush` (on the H200: dory-tiny 1.08–1.13×, the larger config
         // 1.03–1.07×, bench/logs/h200-2026-12-05c/call-6).
         self.rec.unbatched();
-        embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);
+        if embed::enters(&self.model.embed) {
+            self.entered([h, x, s], embed::Token::Greedy { logits: &logits.store, n: v });
+        } else {
+            embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);
+            self.mix(Mix::Enter, h, x, s, 1);
+        }
         true
     }
 
-    fn embed_ahead(&mut self, x: &mut GpuBuf, id: u32) {
+    fn enter_ahead(&mut self, bufs: [&mut GpuBuf; 3], id: u32) {
         self.rec.begin_op();
-        // As embed_greedy's step: one submission, at `flush`.
+        // As enter_greedy's step: one submission, at `flush`.
         self.rec.unbatched();
-        embed::record(&mut self.rec, &self.model.embed, &x.store, &[id]);
+        self.enter(bufs, &[id]);
     }
 
     fn flush(&mut self) {

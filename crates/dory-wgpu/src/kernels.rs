@@ -567,6 +567,9 @@ pub struct Kernels {
     pub q8_tiles: Option<KernelId>,
     pub embed: [KernelId; DTYPES],
     pub greedy: KernelId,
+    /// A row's embedding and the loop's entry; after the greedy token's choice.
+    pub enter: [KernelId; DTYPES],
+    pub greedy_enter: [KernelId; DTYPES],
     pub exit_test: KernelId,
     pub mix: KernelId,
     /// A pass's last residual, then the edge after it.
@@ -705,6 +708,8 @@ impl Kernels {
         let gemm_coop = options.coop.then(|| plan_coop(&mut b, options));
         let embed = per_dtype(q8, |dt| b.add("embed", "embed", &[("DTYPE", dt)]));
         let greedy = b.add("embed", "greedy", &[("DTYPE", DTYPE_CONSTANTS[0])]);
+        let enter = per_dtype(q8, |dt| b.add("embed", "enter", &[("DTYPE", dt)]));
+        let greedy_enter = per_dtype(q8, |dt| b.add("embed", "greedy_enter", &[("DTYPE", dt)]));
         Kernels {
             options,
             gemv,
@@ -721,6 +726,8 @@ impl Kernels {
             q8_tiles: q8.then(|| b.add("q8_tiles", "q8_tiles", &[("DTYPE", DTYPE_CONSTANTS[3])])),
             embed,
             greedy,
+            enter,
+            greedy_enter,
             exit_test: b.add("exit", "exit_test", &[]),
             mix: b.add("mix", "mix", &[]),
             residual_mix: b.add("mix", "residual_mix", &[]),

@@ -106,6 +106,13 @@ pub trait Backend {
     /// x ← embed[ids]: [ids.len(), D].
     fn embed(&mut self, x: &mut Self::Buf, ids: &[u32]);
 
+    /// x ← embed[ids], then the loop's entry (`Mix::Enter`: s ← x; h ← N(s + x)): the two
+    /// ops in a row, which a backend may fuse (the wgpu one does for a decoded row).
+    fn enter(&mut self, [h, x, s]: [&mut Self::Buf; 3], ids: &[u32]) {
+        self.embed(x, ids);
+        self.mix(Mix::Enter, h, x, s, ids.len());
+    }
+
     fn mix(&mut self, mix: Mix, h: &mut Self::Buf, x: &Self::Buf, s: &mut Self::Buf, rows: usize);
 
     /// out ← x · Wᵀ for the matrix `mat`.
@@ -260,30 +267,30 @@ pub trait Backend {
     /// read waits, run only at `release`, after the ops recorded in between.
     fn hold(&mut self) {}
 
-    /// Records x ← embed[id] among the held ops, for the `id` that `release` is given, so
-    /// that a token costs no encoding between its sampling and its step.
-    fn embed_held(&mut self, _x: &mut Self::Buf) {}
+    /// Records `enter` for one row among the held ops, for the `id` that `release` is
+    /// given, so that a token costs no encoding between its sampling and its step.
+    fn enter_held(&mut self, _bufs: [&mut Self::Buf; 3]) {}
 
-    /// For a greedy decoder: x ← embed[argmax(logits[..v])] (`sampler::argmax`'s choice),
+    /// For a greedy decoder: `enter` on argmax(logits[..v]) (`sampler::argmax`'s choice),
     /// the token chosen on the device and left at logits[v] (a u32's bits, for the step's
     /// read to check), so that the next step can start before the host reads these
     /// logits. False where the backend does not (it then records nothing): a CPU's, whose
     /// host has its logits at once.
-    fn embed_greedy(&mut self, _x: &mut Self::Buf, _logits: &mut Self::Buf, _v: usize) -> bool {
+    fn enter_greedy(&mut self, _bufs: [&mut Self::Buf; 3], _logits: &mut Self::Buf, _v: usize) -> bool {
         false
     }
 
-    /// x ← embed[id] for a step to run right after the one the device is still running,
-    /// its token known ahead (a segment's next row): by default `embed`.
-    fn embed_ahead(&mut self, x: &mut Self::Buf, id: u32) {
-        self.embed(x, &[id]);
+    /// `enter` on token `id` for a step to run right after the one the device is still
+    /// running, its token known ahead (a segment's next row): by default `enter`.
+    fn enter_ahead(&mut self, bufs: [&mut Self::Buf; 3], id: u32) {
+        self.enter(bufs, &[id]);
     }
 
     /// Starts the device on what is recorded, without a read (a failure is reported at
     /// the next read, as an op's).
     fn flush(&mut self) {}
 
-    /// Runs what is recorded, then the held ops, `id` the token of an `embed_held`.
+    /// Runs what is recorded, then the held ops, `id` the token of an `enter_held`.
     fn release(&mut self, _id: u32) -> Result<()> {
         Ok(())
     }

@@ -125,7 +125,7 @@ struct Scratch<B> {
     o: B,      // [rows, D] a sub-layer's output
     gu: B,     // [rows, 2F]
     m: B,      // [rows, F]
-    logits: B, // [logit_rows, V], a greedy token and an exit's pass (`embed_greedy`, `exit_test`)
+    logits: B, // [logit_rows, V], a greedy token and an exit's pass (`enter_greedy`, `exit_test`)
     kept: B,   // [2, V]: an untested read-out's logits, then the next read-out's (`decode`)
 }
 
@@ -349,8 +349,7 @@ impl<B: Backend> Forward<B> {
                 let at = Rows { pos0: pos0 + first, rows: chunk.min(t - first) };
                 let sc = self.scratch.as_mut().expect("prepared");
                 if k == 1 {
-                    self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
-                    self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, at.rows);
+                    self.backend.enter([&mut sc.h, &mut sc.x, &mut sc.s], &ids[first..at.end() - pos0]);
                 } else if let Some(carry) = &carry {
                     self.backend.embed(&mut sc.x, &ids[first..at.end() - pos0]);
                     self.backend.copy_rows(&mut sc.s, 0, carry, first, at.rows, d);
@@ -472,8 +471,7 @@ impl<B: Backend> Forward<B> {
     fn start(&mut self, id: u32, at: Rows, exit: &ExitRule) -> Result<()> {
         self.prepare(at, 1, 1)?;
         let sc = self.scratch.as_mut().expect("prepared");
-        self.backend.embed(&mut sc.x, &[id]);
-        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
+        self.backend.enter([&mut sc.h, &mut sc.x, &mut sc.s], &[id]);
         self.passes_to_read(at, 1, exit);
         Ok(())
     }
@@ -587,21 +585,21 @@ impl<B: Backend> Forward<B> {
         }
         let v = self.config.vocab_size;
         let sc = self.scratch.as_mut().expect("prepared");
+        let bufs = [&mut sc.h, &mut sc.x, &mut sc.s];
         let token = match token {
             Token::Fed { token } => {
-                self.backend.embed_ahead(&mut sc.x, token);
+                self.backend.enter_ahead(bufs, token);
                 Token::Fed { token }
             }
-            Token::Greedy { .. } if self.backend.embed_greedy(&mut sc.x, &mut sc.logits, v) => {
+            Token::Greedy { .. } if self.backend.enter_greedy(bufs, &mut sc.logits, v) => {
                 Token::Greedy { token: u32::MAX }
             }
             _ => {
                 self.backend.hold();
-                self.backend.embed_held(&mut sc.x);
+                self.backend.enter_held([&mut sc.h, &mut sc.x, &mut sc.s]);
                 Token::Held
             }
         };
-        self.backend.mix(Mix::Enter, &mut sc.h, &sc.x, &mut sc.s, 1);
         self.passes_to_read(next, 1, exit);
         if token != Token::Held {
             self.backend.flush();

@@ -51,6 +51,11 @@ fn beats(key: u32, id: u32, other: u32, oid: u32) -> bool {
 
 @compute @workgroup_size(256)
 fn greedy(@builtin(local_invocation_index) lid: u32) {
+    argmax(lid);
+}
+
+// The greedy token (written at logits[n], n = `ids_at`), returned to every invocation.
+fn argmax(lid: u32) -> u32 {
     let n = p.ids_at;
     var key = 0u;
     var id = NO_ID;
@@ -71,7 +76,44 @@ fn greedy(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
+    let chosen = select(top_id[0], 0u, top_id[0] == NO_ID || is_nan(logits[0]));
     if (lid == 0u) {
-        logits[n] = select(top_id[0], 0u, top_id[0] == NO_ID || is_nan(logits[0]));
+        logits[n] = chosen;
     }
+    return chosen;
+}
+
+// The loop's entry of one row (spec §4; mix.wgsl's mode 0) fused with its embedding, where
+// the table is one part: x ← embed[id]; s ← x; h ← N(s + x), by one workgroup, which
+// spares the entry its dispatch, and a greedy decoder's token the embedding's.
+@group(0) @binding(4) var<storage, read_write> h: array<f32>;
+@group(0) @binding(5) var<storage, read_write> s: array<f32>;
+
+fn enter_row(lid: u32, id: u32) {
+    var sq = 0.0;
+    for (var c = lid; c < p.d; c = c + 256u) {
+        let v = load1(id * p.dp + c);
+        x[c] = v;
+        s[c] = v;
+        let y = v + v;
+        sq += y * y;
+    }
+    let r = 1.0 / sqrt(seg_sum(sq, lid, 256u) + p.eps);
+    // Each invocation reads back what it wrote.
+    for (var c = lid; c < p.d; c = c + 256u) {
+        let v = x[c];
+        h[c] = (v + v) * r;
+    }
+}
+
+// The token at up[ids_at]: uploaded, or a held step's, written at its release.
+@compute @workgroup_size(256)
+fn enter(@builtin(local_invocation_index) lid: u32) {
+    enter_row(lid, up[p.ids_at]);
+}
+
+// A greedy decoder's next step: the argmax of the logits, then its entry.
+@compute @workgroup_size(256)
+fn greedy_enter(@builtin(local_invocation_index) lid: u32) {
+    enter_row(lid, argmax(lid));
 }

@@ -155,10 +155,12 @@ fn bf16_held_as_f16_projects_bit_for_bit() {
 }
 
 #[test]
-fn the_greedy_token_is_the_samplers_and_embedded() {
+fn the_greedy_token_is_the_samplers_and_enters_the_loop() {
     // The device's choice for a greedy decoder's next step: sampler::argmax's, ties, NaNs,
-    // signed zeros and infinities included, left after the logits and embedded.
+    // signed zeros and infinities included, left after the logits, embedded, and the loop
+    // entered on it (x, s and h).
     for dev in devices() {
+        let bound = op_bound(dev);
         let c = config(40, 1, 8, 64, &["sliding"], 1, 4);
         let (_dir, model) = random_model(&c, 3, DType::BF16);
         let (mut cpu, mut gpu) = backends(dev, &model);
@@ -176,18 +178,18 @@ fn the_greedy_token_is_the_samplers_and_embedded() {
         for (i, logits) in cases.into_iter().enumerate() {
             let want = dory::sampler::argmax(&logits);
             let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
-            let mut xg = gpu.poisoned(c.hidden);
-            assert!(gpu.embed_greedy(&mut xg, &mut lg, v), "a GPU chooses");
+            let d = c.hidden;
+            let [mut hg, mut xg, mut sg] = [0, 1, 2].map(|_| gpu.poisoned(d));
+            assert!(gpu.enter_greedy([&mut hg, &mut xg, &mut sg], &mut lg, v), "a GPU chooses");
             let got = gpu.get(&lg, v + 1)[v].to_bits();
             assert_eq!(got, want, "{} case {i}: the greedy token", dev.describe());
-            let mut xc = cpu.poisoned(c.hidden);
+            let [mut hc, mut xc, mut sc] = [0, 1, 2].map(|_| cpu.poisoned(d));
             cpu.embed(&mut xc, &[want]);
-            check(
-                &format!("{} case {i}: its embedding", dev.describe()),
-                &gpu.get(&xg, c.hidden),
-                &cpu.get(&xc, c.hidden),
-                0.0,
-            );
+            cpu.mix(Mix::Enter, &mut hc, &xc, &mut sc, 1);
+            let what = |b: &str| format!("{} case {i}: {b}", dev.describe());
+            check(&what("its embedding"), &gpu.get(&xg, d), &cpu.get(&xc, d), 0.0);
+            check(&what("s"), &gpu.get(&sg, d), &cpu.get(&sc, d), 0.0);
+            check(&what("h"), &gpu.get(&hg, d), &cpu.get(&hc, d), bound);
         }
     }
 }
@@ -251,6 +253,15 @@ fn embed_mix_residual_swiglu_and_copies_match_the_cpu() {
                 cpu.embed(&mut xc, &ids);
                 gpu.embed(&mut xg, &ids);
                 check(&name("embed", rows), &gpu.get(&xg, rows * hidden), &cpu.get(&xc, rows * hidden), 0.0);
+                // The embedding and the loop's entry (one dispatch for one row on the GPU).
+                let n = rows * hidden;
+                let [mut hc, mut xc, mut sc] = [0, 1, 2].map(|_| cpu.poisoned(n));
+                let [mut hg, mut xg, mut sg] = [0, 1, 2].map(|_| gpu.poisoned(n));
+                cpu.enter([&mut hc, &mut xc, &mut sc], &ids);
+                gpu.enter([&mut hg, &mut xg, &mut sg], &ids);
+                check(&name("enter: x", rows), &gpu.get(&xg, n), &cpu.get(&xc, n), 0.0);
+                check(&name("enter: s", rows), &gpu.get(&sg, n), &cpu.get(&sc, n), 0.0);
+                check(&name("enter: h", rows), &gpu.get(&hg, n), &cpu.get(&hc, n), bound);
 
                 for mix in [Mix::Enter, Mix::Between, Mix::Leave, Mix::ReadOut, Mix::Resume] {
                     let (h, x, s) = (
