@@ -117,14 +117,14 @@ impl Wgpu {
         self.rec.submit(Some((&none, 4))).map(|_| ())
     }
 
-    /// h's twin, where a projection that forms the residual writes the new hidden state
-    /// (made on first use; None after an error, which the recorder then holds).
     /// `embed::enter` into `enter`'s h, x and s.
     fn entered(&mut self, [h, x, s]: [&mut GpuBuf; 3], token: embed::Token) {
         let eps = self.model.config.eps;
         embed::enter(&mut self.rec, &self.model.embed, [&h.store, &x.store, &s.store], token, eps);
     }
 
+    /// h's twin, where a projection that forms the residual writes the new hidden state
+    /// (made on first use; None after an error, which the recorder then holds).
     fn twin(&mut self, h: &mut GpuBuf) -> Option<Arc<Store>> {
         if h.twin.is_none() {
             match Store::new(&self.model.dev, h.store.bytes, "hidden state") {
