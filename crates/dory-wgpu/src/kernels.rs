@@ -249,6 +249,11 @@ pub struct Options {
     /// A decoded row's residual done by the next projection (on the way in to `gemv.wgsl`
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
+    /// A decoded row's pass closed (its last residual and the loop's edge after it) by the
+    /// next pass's first projection or the read-out's head (`gemv.wgsl`'s EDGE).
+    pub fuse_edge: bool,
+    /// And by the head, whose every workgroup forms it (`fuse_edge` too).
+    pub fuse_edge_head: bool,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -336,6 +341,8 @@ impl Options {
             coop_slicing: Slicing { target: 1024, steps: 4, most: 4 },
             fuse_prep: true,
             fuse_residual: true,
+            fuse_edge: true,
+            fuse_edge_head: true,
             fuse_split: true,
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
@@ -383,14 +390,14 @@ impl Options {
         o
     }
 
-    /// For an adapter that runs on the CPU (lavapipe): a decoded row's residual in its own
-    /// dispatch (unless DORY_WGPU_FUSE says otherwise). Fused, every workgroup of the next
-    /// projection forms it again, which hides latency on a GPU and only repeats work on
-    /// CPU cores: lavapipe ran gemv_glu_residual ~100 ms a dispatch above gemv_glu, and
-    /// dory-tiny decoded 0.3 tokens/s against 1.0 with it apart.
+    /// For an adapter that runs on the CPU (lavapipe): a decoded row's residual and a
+    /// pass's edge in their own dispatches (unless DORY_WGPU_FUSE says otherwise). Fused,
+    /// every workgroup of the next projection forms them again, which hides latency on a
+    /// GPU and only repeats work on CPU cores: lavapipe ran gemv_glu_residual ~100 ms a
+    /// dispatch above gemv_glu, and dory-tiny decoded 0.3 tokens/s against 1.0 with it apart.
     pub fn on_cpu(self) -> Options {
         let asked = std::env::var_os("DORY_WGPU_FUSE").is_some();
-        Options { fuse_residual: self.fuse_residual && asked, ..self }
+        Options { fuse_residual: self.fuse_residual && asked, fuse_edge: self.fuse_edge && asked, ..self }
     }
 
     /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS and _ATTEND_LANES (`new`).
@@ -414,6 +421,8 @@ impl Options {
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
+            self.fuse_edge = v.contains("edge");
+            self.fuse_edge_head = v.contains("head");
             self.fuse_split = v.contains("split");
             if !v.contains("combine") {
                 self.combine_bytes = 0;
@@ -555,6 +564,10 @@ pub struct Kernels {
     pub gemv_residual: [[KernelId; 2]; DTYPES],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; DTYPES],
+    /// One row whose x is formed by a pass's last residual and the edge after it
+    /// (`Options::fuse_edge`): [dtype][what it reads: the next h, s (scaled), the last h
+    /// (scaled)].
+    pub gemv_edge: Option<[[KernelId; 3]; DTYPES]>,
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; DTYPES],
     pub gemv1_scaled: [KernelId; DTYPES],
@@ -602,6 +615,35 @@ pub fn dtype_index(s: Stored) -> usize {
 /// The weights' dtypes the kernels read (`dtype_index`).
 const DTYPES: usize = 4;
 const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
+
+/// One row's projections whose x is formed on the way in: by the residual (gemv and
+/// gemv_glu), by the attention's join, and by a pass's close (`Options::fuse_edge`).
+#[allow(clippy::type_complexity)]
+fn plan_formed(
+    b: &mut Planner,
+    options: Options,
+) -> ([[KernelId; 2]; DTYPES], [KernelId; DTYPES], Option<[[KernelId; 3]; DTYPES]>) {
+    let q8 = options.q8;
+    // y in workgroup memory as wide as the widest row the option fuses.
+    let res_k4 = (options.residual_max_k / 4).max(256) as f64;
+    let gemv_residual = per_dtype(q8, |dt| {
+        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
+        [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
+    });
+    let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
+    // gemv reads the next h (EDGE 1), gemv_scaled s (2) or the last h (3).
+    let gemv_edge = options.fuse_edge.then(|| {
+        per_dtype(q8, |dt| {
+            let ways =
+                [(1.0, "gemv", "gemv_edge"), (2.0, "gemv_scaled", "gemv_read_out"), (3.0, "gemv_scaled", "gemv_leave")];
+            ways.map(|(edge, entry, name)| {
+                let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", edge)];
+                b.add_as("gemv", entry, name, &c)
+            })
+        })
+    });
+    (gemv_residual, gemv_combine, gemv_edge)
+}
 
 /// `add`'s kernel for each dtype: q8_0's only with `q8` (`Options::q8`), its slot otherwise
 /// holding f32's, which no matrix reaches (`upload_q8` refuses a device without q8_0's).
@@ -694,14 +736,7 @@ impl Kernels {
         });
         let [gemv, gemv_scaled, gemv_swiglu] = [0, 1, 2].map(|v| rows.map(|r| r.map(|x| x[v])));
         let gemv_glu = per_dtype(q8, |dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
-        // y in workgroup memory as wide as the widest row the option fuses.
-        let res_k4 = (options.residual_max_k / 4).max(256) as f64;
-        let gemv_residual = per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
-            [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
-        });
-        let gemv_combine =
-            per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
+        let (gemv_residual, gemv_combine, gemv_edge) = plan_formed(&mut b, options);
         let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1, q8);
         let gemm = per_dtype(q8, |dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = per_dtype(q8, |dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
@@ -718,6 +753,7 @@ impl Kernels {
             gemv_glu,
             gemv_residual,
             gemv_combine,
+            gemv_edge,
             gemv1,
             gemv1_scaled,
             gemm,

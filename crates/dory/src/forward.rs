@@ -356,7 +356,8 @@ impl<B: Backend> Forward<B> {
                     self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, at.rows);
                 }
                 // Rows carried to the next chunk are read out: s is what they carry.
-                self.layers_pass(at, rope, Mix::after(k, passes, carry.is_some()));
+                let closing = self.layers_pass(at, rope, None);
+                self.close_pass(closing, Mix::after(k, passes, carry.is_some()), at.rows);
                 let sc = self.scratch.as_mut().expect("prepared");
                 if k < passes {
                     if let Some(carry) = &mut carry {
@@ -484,25 +485,29 @@ impl<B: Backend> Forward<B> {
     /// So a step read once, at its end, is recorded whole: ahead of its token, too.
     /// A read-out's state is the one the next pass starts from, s = N(h): its pass ends as
     /// any other between passes (s ← N(h); h ← N(s + x), the read-out and resume edges in
-    /// one) and the head reads s, one dispatch fewer a read-out.
+    /// one) and the head reads s, one dispatch fewer a read-out. Each pass is closed by
+    /// the op after it (the next pass's first projection, or the head), which a backend
+    /// may fuse with it.
     fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
+        let mut open = None;
         for k in from..=passes {
             let edge = if k == passes { Mix::Leave } else { Mix::Between };
-            self.layers_pass(at, &rope, edge);
+            let closing = self.layers_pass(at, &rope, open.take());
             if edge == Mix::Between && !exit.reads_out(k, passes) {
+                open = Some((closing, edge));
                 continue;
             }
             let sc = self.scratch.as_mut().expect("prepared");
-            let state = if edge == Mix::Leave { &sc.h } else { &sc.s };
             let tested = exit.tested(k, passes);
+            let (h, o, x, s) = (&mut sc.h, &sc.o, &sc.x, &mut sc.s);
             if edge == Mix::Between && !tested {
                 // Straight into the row the next test reads as its "before".
-                self.backend.logits(&mut sc.kept, state, 0, 1);
+                self.backend.residual_mix_logits(closing, h, o, Edge { mix: edge, x, s }, &mut sc.kept, 1);
                 continue;
             }
-            self.backend.logits(&mut sc.logits, state, 0, 1);
+            self.backend.residual_mix_logits(closing, h, o, Edge { mix: edge, x, s }, &mut sc.logits, 1);
             if edge == Mix::Leave || !self.backend.tests_exit() {
                 return k;
             }
@@ -679,10 +684,12 @@ impl<B: Backend> Forward<B> {
         Ok(())
     }
 
-    /// One pass of every layer over the rows `at`, then the loop's edge `edge`. Each
-    /// residual is handed to the op that reads its result, the next projection or the
-    /// edge, so that a backend can fuse the two.
-    fn layers_pass(&mut self, at: Rows, rope: &[f32], edge: Mix) {
+    /// One pass of every layer over the rows `at`. Its first projection reads h, or first
+    /// closes the pass before (`open`: that pass's last residual and the edge after it).
+    /// Each residual is handed to the op that reads its result, so that a backend can fuse
+    /// the two: the next projection's within the pass; the one that closes it is returned,
+    /// for the caller to record (`close_pass`) or hand on.
+    fn layers_pass(&mut self, at: Rows, rope: &[f32], open: Option<((usize, Part), Mix)>) -> (usize, Part) {
         let sc = self.scratch.as_mut().expect("prepared");
         let b = &mut self.backend;
         let rows = at.rows;
@@ -690,17 +697,26 @@ impl<B: Backend> Forward<B> {
         for layer in self.layers.iter_mut() {
             let i = layer.index;
             let rotate = layer.kind == LayerKind::Sliding || self.config.rope_full;
-            match pending {
-                Some(closing) => b.residual_project(closing, &mut sc.h, &sc.o, Mat::Qkvg(i), &mut sc.qkvg, rows),
-                None => b.project(&mut sc.qkvg, Mat::Qkvg(i), &sc.h, rows),
+            let (h, o, qkvg) = (&mut sc.h, &sc.o, &mut sc.qkvg);
+            match (pending, open) {
+                (Some(closing), _) => b.residual_project(closing, h, o, Mat::Qkvg(i), qkvg, rows),
+                (None, Some((closing, mix))) => {
+                    let edge = Edge { mix, x: &sc.x, s: &mut sc.s };
+                    b.residual_mix_project(closing, h, o, edge, Mat::Qkvg(i), qkvg, rows);
+                }
+                (None, None) => b.project(qkvg, Mat::Qkvg(i), h, rows),
             }
             b.attend_out(layer, (&mut sc.z, &mut sc.o), &mut sc.q, &sc.qkvg, at, rotate.then_some(rope));
             b.mlp(i, &mut sc.h, &mut sc.o, &mut sc.gu, &mut sc.m, rows);
             pending = Some((i, Part::Mlp));
         }
-        let closing = pending.expect("a block has a layer");
-        let edge = Edge { mix: edge, x: &sc.x, s: &mut sc.s };
-        b.residual_mix(closing, &mut sc.h, &sc.o, edge, rows);
+        pending.expect("a block has a layer")
+    }
+
+    /// Records a pass's last residual (`closing`) and the loop's edge after it.
+    fn close_pass(&mut self, closing: (usize, Part), mix: Mix, rows: usize) {
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.residual_mix(closing, &mut sc.h, &sc.o, Edge { mix, x: &sc.x, s: &mut sc.s }, rows);
     }
 }
 

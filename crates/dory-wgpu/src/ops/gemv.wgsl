@@ -22,6 +22,13 @@ override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
 override COMBINE: u32 = 0u;
+// With RES = 1, the residual that closes a pass and the loop's edge after it (spec §4,
+// mix.wgsl's modes 1 and 2), so that the edge needs no dispatch of its own: h' = N(y), the
+// residual's; between passes s ← N(h'), h ← N(s + x), x the token's (`xt`), read by the
+// next pass's first projection (EDGE 1) or, s, by a read-out's head (EDGE 2); after the
+// last pass h ← N(h'), read by the head (EDGE 3). Workgroup 0 writes the new h to h_next
+// and, between passes, s to `s_out`.
+override EDGE: u32 = 0u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
@@ -31,8 +38,11 @@ const LANES: u32 = 32u;
 // Bindings 4–6 are ngpt_in.wgsl's, `o`, `alpha` and `h_next`: RES = 1 (bound to x, x and a
 // stand-in elsewhere): the sub-layer output, the residual's alpha, and where workgroup 0
 // writes the new hidden state; COMBINE = 1: the row of qkvg (its gates) and the gates'
-// scale, and the stand-in. Every entry point reaches all three (wgpu derives a pipeline's
-// layout from what its entry point reaches), so that matmul.rs binds every variant alike.
+// scale, and the stand-in. Bindings 7 and 8 are the edge's x and s (x and a stand-in where
+// EDGE = 0). Every entry point reaches all five (wgpu derives a pipeline's layout from what
+// its entry point reaches), so that matmul.rs binds every variant alike.
+@group(0) @binding(7) var<storage, read> xt: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> s_out: array<vec4<f32>>;
 
 // The residual's factors (RES = 1): 1/‖h‖, 1/‖o‖, 1/‖y‖.
 var<private> res: vec3<f32>;
@@ -52,7 +62,19 @@ fn res_put(base: u32, e: u32, y: vec4<f32>) {
 fn residual_prologue(lid: u32, wid: u32) {
     let k4 = p.k / 4u;
     let base = p.xr0 * k4;
+    // The edge's x, loaded before the residual's reductions wait (its first two vec4s an
+    // invocation: rows of up to 2,048).
+    var x0 = vec4<f32>(0.0);
+    var x1 = vec4<f32>(0.0);
+    if (EDGE == 1u || EDGE == 2u) {
+        x0 = xt[base + min(lid, k4 - 1u)];
+        x1 = xt[base + min(lid + 256u, k4 - 1u)];
+    }
     res = residual_row(base, k4, lid, p.eps);
+    if (EDGE != 0u) {
+        edge_prologue(lid, wid, base, k4, x0, x1);
+        return;
+    }
     if (wid == 0u) {
         // Each invocation reads the part of y it wrote.
         for (var e = lid; e < k4; e = e + 256u) {
@@ -60,6 +82,65 @@ fn residual_prologue(lid: u32, wid: u32) {
         }
     }
     workgroupBarrier();
+}
+
+// The edge after the residual (EDGE ≠ 0), y in y_sh and res.z = 1/‖y‖: res.z becomes the
+// factor of y_sh's row that the projection reads, workgroup 0 writes the new h (and s).
+// s = N(h'), h' = y/‖y‖: Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε res.z², so s = y · c without a
+// reduction; h = N(s + x) takes one. x0, x1: xt's first two vec4s of this invocation.
+fn edge_prologue(lid: u32, wid: u32, base: u32, k4: u32, x0: vec4<f32>, x1: vec4<f32>) {
+    let c = res.z / sqrt(1.0 - p.eps * res.z * res.z + p.eps);
+    res.z = c;
+    if (EDGE == 3u) {
+        if (wid == 0u) {
+            for (var e = lid; e < k4; e = e + 256u) {
+                h_next[base + e] = y_sh[e] * c;
+            }
+        }
+        workgroupBarrier();
+        return;
+    }
+    // A read-out's head needs N(s + x) in workgroup 0 only.
+    if (EDGE == 1u || wid == 0u) {
+        var sq = 0.0;
+        for (var e = lid; e < k4; e = e + 256u) {
+            let sv = y_sh[e] * c;
+            let u = sv + edge_x(base, e, lid, x0, x1);
+            sq += dot(u, u);
+            if (wid == 0u) {
+                s_out[base + e] = sv;
+            }
+            if (EDGE == 1u) {
+                y_sh[e] = u;
+            }
+        }
+        let r = 1.0 / sqrt(seg_sum(sq, lid, 256u) + p.eps);
+        if (EDGE == 1u) {
+            res.z = r;
+        }
+        if (wid == 0u) {
+            // Each invocation reads the part of y_sh it wrote.
+            for (var e = lid; e < k4; e = e + 256u) {
+                var u = y_sh[e];
+                if (EDGE == 2u) {
+                    u = u * c + edge_x(base, e, lid, x0, x1);
+                }
+                h_next[base + e] = u * r;
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
+// xt's vec4 e of the row at `base`, from x0 or x1 where this invocation loaded it.
+fn edge_x(base: u32, e: u32, lid: u32, x0: vec4<f32>, x1: vec4<f32>) -> vec4<f32> {
+    if (e == lid) {
+        return x0;
+    }
+    if (e == lid + 256u) {
+        return x1;
+    }
+    return xt[base + e];
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.

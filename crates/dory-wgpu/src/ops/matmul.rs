@@ -74,6 +74,17 @@ pub enum Input<'a> {
         h_next: &'a Arc<Store>,
         eps: f32,
     },
+    /// x is h, the input the nGPT residual of h and `o` that closes a pass and the loop's
+    /// `edge` after it (`edge_fuses`: one row), times `scale` per column where given (the
+    /// head); workgroup 0 writes the new h to `h_next` and, between passes, s.
+    Edge {
+        o: &'a Arc<Store>,
+        alpha: &'a Arc<Store>,
+        h_next: &'a Arc<Store>,
+        eps: f32,
+        edge: Edge<'a>,
+        scale: Option<&'a Arc<Store>>,
+    },
     /// x is the partials of the rows' attention in `chunks` chunks (attend.rs), joined and
     /// gated on the way in (`combine_fuses`); the rows of `qkvg` hold the gates.
     Combine {
@@ -85,6 +96,26 @@ pub enum Input<'a> {
     },
 }
 
+/// A pass's edge after its residual (`Input::Edge`): the token's x, s, and what the
+/// projection reads.
+#[derive(Clone, Copy)]
+pub struct Edge<'a> {
+    pub x: &'a Arc<Store>,
+    pub s: &'a Arc<Store>,
+    pub reads: EdgeReads,
+}
+
+/// What a projection that forms a pass's edge reads (gemv.wgsl's EDGE).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EdgeReads {
+    /// Between passes, the new h (the next pass's first projection).
+    NextH = 1,
+    /// Between passes, s (a read-out's head).
+    State = 2,
+    /// After the last pass, the new h (the head).
+    LastH = 3,
+}
+
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part (and the
 /// split before the tensor cores): SwiGLU up to GEMV_ROWS rows or on the tensor cores, the
 /// residual for one row when the options fuse it.
@@ -93,6 +124,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
         Input::Residual { .. } => residual_fuses(rec, w, rows) || residual_splits(rec, w, rows),
+        Input::Edge { scale, .. } => edge_fuses(rec, w, rows, scale.is_some()),
         Input::Combine { kv_heads, d, chunks, .. } => combine_fuses(rec, w, rows, (kv_heads, d), chunks),
     }
 }
@@ -121,6 +153,15 @@ const X_SHARED_MAX: usize = 1024;
 pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     let o = &rec.dev().kernels.options;
     rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= o.residual_max_k)
+}
+
+/// Whether a pass's closing residual and the edge after it are formed by a projection of
+/// `rows` rows of `w` (gemv.wgsl's EDGE, whose loads of x hold rows of up to 2,048), `head`
+/// or the next pass's first.
+pub fn edge_fuses(rec: &Recorder, w: &Matrix, rows: usize, head: bool) -> bool {
+    let o = &rec.dev().kernels.options;
+    let (fuse, k_most) = (o.fuse_edge && (o.fuse_edge_head || !head), o.residual_max_k.min(2048));
+    rows == 1 && fuse && w.k <= k_most && !takes_gemv1(rec, w, rows)
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
@@ -200,7 +241,8 @@ fn prologue(input: Input) -> usize {
         Input::Plain | Input::Scaled(_) => 0,
         Input::Residual { .. } => 1,
         Input::Swiglu(_) => 2,
-        Input::Combine { .. } => 3,
+        // `edge_fuses` and `combine_fuses` keep these from gemv1.
+        Input::Combine { .. } | Input::Edge { .. } => 3,
     }
 }
 
@@ -242,6 +284,10 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         // One row (`fuses`): the second kernel is never taken.
         Input::Residual { .. } => (plain[0], [kernels.gemv_residual[dt][0]; 2], x),
         Input::Combine { .. } => (plain[0], [kernels.gemv_combine[dt]; 2], x),
+        Input::Edge { edge, scale, .. } => {
+            let kernel = kernels.gemv_edge.expect("edge_fuses: the edge's kernels")[dt][edge.reads as usize - 1];
+            (plain[0], [kernel; 2], scale.unwrap_or(x))
+        }
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
@@ -513,6 +559,7 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
         Input::Plain | Input::Combine { .. } => (x, x, x, &none, 0.0),
         Input::Scaled(s) | Input::Swiglu(s) => (s, x, x, &none, 0.0),
         Input::Residual { o, alpha, h_next, eps } => (x, o, alpha, h_next, eps),
+        Input::Edge { .. } => unreachable!("edge_fuses keeps the edge from gemv1"),
     };
     let kernel = match input {
         Input::Scaled(_) => kernels.gemv1_scaled[dt],
@@ -543,16 +590,19 @@ fn row(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &Arc<Sto
     }
 }
 
-/// Binding 4–6 of the few-row kernel, and the residual's eps: the residual's buffers for
-/// `Input::Residual`, the gates and their scale for `Input::Combine`, else x and the
-/// stand-in.
-fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind); 3], f32) {
-    let (o, alpha, h_next, eps) = match input {
-        Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps),
-        Input::Combine { qkvg, gate_scale, .. } => (qkvg, gate_scale, rec.none(), 0.0),
-        _ => (x, x, rec.none(), 0.0),
+/// Binding 4–8 of the few-row kernel, and the residual's eps: the residual's buffers for
+/// `Input::Residual`, and the edge's for `Input::Edge`, the gates and their scale for
+/// `Input::Combine`, else x and the stand-in.
+fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind); 5], f32) {
+    let none = rec.none();
+    let (o, alpha, h_next, eps, (xt, s)) = match input {
+        Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps, (x, none)),
+        Input::Edge { o, alpha, h_next, eps, edge, .. } => (o, alpha, h_next, eps, (edge.x, edge.s)),
+        Input::Combine { qkvg, gate_scale, .. } => (qkvg, gate_scale, none, 0.0, (x, none)),
+        _ => (x, x, none, 0.0, (x, none)),
     };
-    ([(4, Bind::Buf(o.clone())), (5, Bind::Buf(alpha.clone())), (6, Bind::Buf(h_next.clone()))], eps)
+    let binds = [(4, o), (5, alpha), (6, h_next), (7, xt), (8, s)].map(|(i, b)| (i, Bind::Buf(b.clone())));
+    (binds, eps)
 }
 
 /// Whether `glu` takes `rows` rows of `gate_up`, with the residual formed on the way in
