@@ -12,7 +12,7 @@ use dory::nystrom::{Exported, Landmarks};
 use crate::error::gpu_err;
 use crate::model::GpuModel;
 use crate::ops::attend::{self, Attend, AttendBufs, CoopBufs, Prep, Slots};
-use crate::ops::matmul::{EdgeReads, Input};
+use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, exit, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
 
@@ -115,30 +115,6 @@ impl Wgpu {
     pub fn finish(&mut self) -> dory::Result<()> {
         let none = self.rec.none().clone();
         self.rec.submit(Some((&none, 4))).map(|_| ())
-    }
-
-    /// One row's projection by `w` (the head scaled), x formed by the residual that closes a
-    /// pass and the edge after it (`matmul::edge_fuses`): the new h written to its twin.
-    #[allow(clippy::too_many_arguments)]
-    fn edge_project(
-        &mut self,
-        (layer, part): (usize, Part),
-        h: &mut GpuBuf,
-        o: &GpuBuf,
-        edge: &Edge<GpuBuf>,
-        reads: EdgeReads,
-        w: &crate::model::Matrix,
-        out: &mut GpuBuf,
-    ) {
-        let model = self.model.clone();
-        let Some(twin) = self.twin(h) else { return };
-        let scale = (reads != EdgeReads::NextH).then_some(&model.head_scale);
-        let edge = matmul::Edge { x: &edge.x.store, s: &edge.s.store, reads };
-        let alpha = model.layers[layer].alpha(part);
-        let input = Input::Edge { o: &o.store, alpha, h_next: &twin, eps: model.config.eps, edge, scale };
-        self.rec.begin_op();
-        matmul::record(&mut self.rec, w, &h.store, 0, &out.store, 1, input);
-        h.twin = Some(std::mem::replace(&mut h.store, twin));
     }
 
     /// `embed::enter` into `enter`'s h, x and s.
@@ -462,33 +438,17 @@ impl Backend for Wgpu {
     ) {
         let model = self.model.clone();
         let w = model.matrix(mat);
-        if edge.mix != Mix::Between || !matmul::edge_fuses(&self.rec, w, rows, false) {
+        if edge.mix != Mix::Between || !matmul::edge_fuses(&self.rec, w, rows) {
             self.residual_mix(closing, h, o, edge, rows);
             return self.project(out, mat, h, rows);
         }
-        self.edge_project(closing, h, o, &edge, EdgeReads::NextH, w, out);
-    }
-
-    fn residual_mix_logits(
-        &mut self,
-        closing: (usize, Part),
-        h: &mut GpuBuf,
-        o: &GpuBuf,
-        edge: Edge<GpuBuf>,
-        out: &mut GpuBuf,
-        rows: usize,
-    ) {
-        let model = self.model.clone();
-        let reads = match edge.mix {
-            Mix::Between => EdgeReads::State,
-            _ => EdgeReads::LastH,
-        };
-        let fused =
-            matches!(edge.mix, Mix::Between | Mix::Leave) && matmul::edge_fuses(&self.rec, &model.head, rows, true);
-        if !fused {
-            return dory::backend::residual_mix_then_logits(self, closing, h, o, edge, out, rows);
-        }
-        self.edge_project(closing, h, o, &edge, reads, &model.head, out);
+        let Some(twin) = self.twin(h) else { return };
+        let (edge_x, s) = (&edge.x.store, &edge.s.store);
+        let (alpha, eps) = (model.layers[closing.0].alpha(closing.1), model.config.eps);
+        let input = Input::Edge { o: &o.store, alpha, h_next: &twin, eps, edge_x, s };
+        self.rec.begin_op();
+        matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
+        h.twin = Some(std::mem::replace(&mut h.store, twin));
     }
 
     fn attend(

@@ -250,10 +250,8 @@ pub struct Options {
     /// where rows are narrow, or in gemv1's prologue).
     pub fuse_residual: bool,
     /// A decoded row's pass closed (its last residual and the loop's edge after it) by the
-    /// next pass's first projection or the read-out's head (`gemv.wgsl`'s EDGE).
+    /// next pass's first projection (`gemv.wgsl`'s EDGE).
     pub fuse_edge: bool,
-    /// And by the head, whose every workgroup forms it (`fuse_edge` too).
-    pub fuse_edge_head: bool,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -342,7 +340,6 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_edge: true,
-            fuse_edge_head: true,
             fuse_split: true,
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
@@ -422,7 +419,6 @@ impl Options {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
             self.fuse_edge = v.contains("edge");
-            self.fuse_edge_head = v.contains("head");
             self.fuse_split = v.contains("split");
             if !v.contains("combine") {
                 self.combine_bytes = 0;
@@ -565,9 +561,8 @@ pub struct Kernels {
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; DTYPES],
     /// One row whose x is formed by a pass's last residual and the edge after it
-    /// (`Options::fuse_edge`): [dtype][what it reads: the next h, s (scaled), the last h
-    /// (scaled)].
-    pub gemv_edge: Option<[[KernelId; 3]; DTYPES]>,
+    /// (`Options::fuse_edge`).
+    pub gemv_edge: Option<[KernelId; DTYPES]>,
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; DTYPES],
     pub gemv1_scaled: [KernelId; DTYPES],
@@ -622,7 +617,7 @@ const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
 fn plan_formed(
     b: &mut Planner,
     options: Options,
-) -> ([[KernelId; 2]; DTYPES], [KernelId; DTYPES], Option<[[KernelId; 3]; DTYPES]>) {
+) -> ([[KernelId; 2]; DTYPES], [KernelId; DTYPES], Option<[KernelId; DTYPES]>) {
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
@@ -631,15 +626,10 @@ fn plan_formed(
         [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
     });
     let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-    // gemv reads the next h (EDGE 1), gemv_scaled s (2) or the last h (3).
     let gemv_edge = options.fuse_edge.then(|| {
         per_dtype(q8, |dt| {
-            let ways =
-                [(1.0, "gemv", "gemv_edge"), (2.0, "gemv_scaled", "gemv_read_out"), (3.0, "gemv_scaled", "gemv_leave")];
-            ways.map(|(edge, entry, name)| {
-                let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", edge)];
-                b.add_as("gemv", entry, name, &c)
-            })
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0)];
+            b.add_as("gemv", "gemv", "gemv_edge", &c)
         })
     });
     (gemv_residual, gemv_combine, gemv_edge)

@@ -251,21 +251,6 @@ pub trait Backend {
         self.project(out, mat, h, rows);
     }
 
-    /// `residual_mix`, then the logits of the state its edge leaves (s between passes, h
-    /// after the last): a read-out's, which a backend may fuse (the wgpu one does for a
-    /// decoded row).
-    fn residual_mix_logits(
-        &mut self,
-        closing: (usize, Part),
-        h: &mut Self::Buf,
-        o: &Self::Buf,
-        edge: Edge<'_, Self::Buf>,
-        out: &mut Self::Buf,
-        rows: usize,
-    ) {
-        residual_mix_then_logits(self, closing, h, o, edge, out, rows);
-    }
-
     /// out ← head_scale ⊙ (head · h) for the rows `first..first + rows` of h: [rows, V].
     fn logits(&mut self, out: &mut Self::Buf, h: &Self::Buf, first: usize, rows: usize);
 
@@ -344,22 +329,6 @@ pub trait Backend {
     fn exit_test(&mut self, _rule: &ExitRule, _k: usize, _logits: &mut Self::Buf, _kept: &mut Self::Buf, _v: usize) {
         unreachable!("a backend that tests the exit rule on the device says so (tests_exit)")
     }
-}
-
-/// `Backend::residual_mix_logits` as two ops: the default, and what a fusing backend falls
-/// back to where it does not fuse.
-pub fn residual_mix_then_logits<B: Backend + ?Sized>(
-    b: &mut B,
-    closing: (usize, Part),
-    h: &mut B::Buf,
-    o: &B::Buf,
-    Edge { mix, x, s }: Edge<'_, B::Buf>,
-    out: &mut B::Buf,
-    rows: usize,
-) {
-    b.residual_mix(closing, h, o, Edge { mix, x, s: &mut *s }, rows);
-    let state = if mix == Mix::Leave { &*h } else { &*s };
-    b.logits(out, state, 0, rows);
 }
 
 /// `Backend::swiglu_down` as two ops, SwiGLU into `m` then the down projection: the

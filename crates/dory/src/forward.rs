@@ -485,9 +485,9 @@ impl<B: Backend> Forward<B> {
     /// So a step read once, at its end, is recorded whole: ahead of its token, too.
     /// A read-out's state is the one the next pass starts from, s = N(h): its pass ends as
     /// any other between passes (s ← N(h); h ← N(s + x), the read-out and resume edges in
-    /// one) and the head reads s, one dispatch fewer a read-out. Each pass is closed by
-    /// the op after it (the next pass's first projection, or the head), which a backend
-    /// may fuse with it.
+    /// one) and the head reads s, one dispatch fewer a read-out. A pass with no read-out
+    /// after it is closed by the next pass's first projection, which a backend may fuse
+    /// with it.
     fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
@@ -499,15 +499,16 @@ impl<B: Backend> Forward<B> {
                 open = Some((closing, edge));
                 continue;
             }
+            self.close_pass(closing, edge, 1);
             let sc = self.scratch.as_mut().expect("prepared");
+            let state = if edge == Mix::Leave { &sc.h } else { &sc.s };
             let tested = exit.tested(k, passes);
-            let (h, o, x, s) = (&mut sc.h, &sc.o, &sc.x, &mut sc.s);
             if edge == Mix::Between && !tested {
                 // Straight into the row the next test reads as its "before".
-                self.backend.residual_mix_logits(closing, h, o, Edge { mix: edge, x, s }, &mut sc.kept, 1);
+                self.backend.logits(&mut sc.kept, state, 0, 1);
                 continue;
             }
-            self.backend.residual_mix_logits(closing, h, o, Edge { mix: edge, x, s }, &mut sc.logits, 1);
+            self.backend.logits(&mut sc.logits, state, 0, 1);
             if edge == Mix::Leave || !self.backend.tests_exit() {
                 return k;
             }

@@ -22,12 +22,11 @@ override XROWS: u32 = 1u;
 override SWIGLU: u32 = 0u;
 override RES: u32 = 0u;
 override COMBINE: u32 = 0u;
-// With RES = 1, the residual that closes a pass and the loop's edge after it (spec §4,
-// mix.wgsl's modes 1 and 2), so that the edge needs no dispatch of its own: h' = N(y), the
-// residual's; between passes s ← N(h'), h ← N(s + x), x the token's (`xt`), read by the
-// next pass's first projection (EDGE 1) or, s, by a read-out's head (EDGE 2); after the
-// last pass h ← N(h'), read by the head (EDGE 3). Workgroup 0 writes the new h to h_next
-// and, between passes, s to `s_out`.
+// With RES = 1 and EDGE = 1, the residual that closes a pass and the loop's edge after it
+// (spec §4, mix.wgsl's mode 1), formed by the next pass's first projection so that the edge
+// needs no dispatch of its own: h' = N(y), the residual's; s ← N(h'); h ← N(s + x), x the
+// token's (`xt`), which the projection reads. Workgroup 0 writes the new h to h_next and s
+// to `s_out`.
 override EDGE: u32 = 0u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
@@ -62,19 +61,11 @@ fn res_put(base: u32, e: u32, y: vec4<f32>) {
 fn residual_prologue(lid: u32, wid: u32) {
     let k4 = p.k / 4u;
     let base = p.xr0 * k4;
-    // The edge's x, loaded before the residual's reductions wait (its first two vec4s an
-    // invocation: rows of up to 2,048).
-    var x0 = vec4<f32>(0.0);
-    var x1 = vec4<f32>(0.0);
-    if (EDGE == 1u || EDGE == 2u) {
-        x0 = xt[base + min(lid, k4 - 1u)];
-        x1 = xt[base + min(lid + 256u, k4 - 1u)];
-    }
-    res = residual_row(base, k4, lid, p.eps);
-    if (EDGE != 0u) {
-        edge_prologue(lid, wid, base, k4, x0, x1);
+    if (EDGE == 1u) {
+        edge_prologue(lid, wid, base, k4);
         return;
     }
+    res = residual_row(base, k4, lid, p.eps);
     if (wid == 0u) {
         // Each invocation reads the part of y it wrote.
         for (var e = lid; e < k4; e = e + 256u) {
@@ -84,63 +75,42 @@ fn residual_prologue(lid: u32, wid: u32) {
     workgroupBarrier();
 }
 
-// The edge after the residual (EDGE ≠ 0), y in y_sh and res.z = 1/‖y‖: res.z becomes the
-// factor of y_sh's row that the projection reads, workgroup 0 writes the new h (and s).
-// s = N(h'), h' = y/‖y‖: Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε res.z², so s = y · c without a
-// reduction; h = N(s + x) takes one. x0, x1: xt's first two vec4s of this invocation.
-fn edge_prologue(lid: u32, wid: u32, base: u32, k4: u32, x0: vec4<f32>, x1: vec4<f32>) {
-    let c = res.z / sqrt(1.0 - p.eps * res.z * res.z + p.eps);
-    res.z = c;
-    if (EDGE == 3u) {
-        if (wid == 0u) {
-            for (var e = lid; e < k4; e = e + 256u) {
-                h_next[base + e] = y_sh[e] * c;
-            }
+// The residual and the edge after it (EDGE = 1) over the row at `base`: y_sh holds s + x
+// and res.z its 1/‖s + x‖, which the projection reads; workgroup 0 writes the new h and s.
+// With h' = y · f.z (f.z = 1/√(‖y‖² + ε)), Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε f.z², so s =
+// N(h') = y · c needs no reduction; N(s + x) takes one. x's first two vec4s an invocation
+// (rows of up to 2,048) are loaded before the residual's reductions wait.
+fn edge_prologue(lid: u32, wid: u32, base: u32, k4: u32) {
+    let x0 = xt[base + min(lid, k4 - 1u)];
+    let x1 = xt[base + min(lid + 256u, k4 - 1u)];
+    let f = residual_row(base, k4, lid, p.eps);
+    let c = f.z / sqrt(1.0 - p.eps * f.z * f.z + p.eps);
+    var sq = 0.0;
+    for (var e = lid; e < k4; e = e + 256u) {
+        var x: vec4<f32>;
+        if (e == lid) {
+            x = x0;
+        } else if (e == lid + 256u) {
+            x = x1;
+        } else {
+            x = xt[base + e];
         }
-        workgroupBarrier();
-        return;
+        let sv = y_sh[e] * c;
+        let u = sv + x;
+        sq += dot(u, u);
+        y_sh[e] = u;
+        if (wid == 0u) {
+            s_out[base + e] = sv;
+        }
     }
-    // A read-out's head needs N(s + x) in workgroup 0 only.
-    if (EDGE == 1u || wid == 0u) {
-        var sq = 0.0;
+    res = vec3<f32>(f.xy, 1.0 / sqrt(seg_sum(sq, lid, 256u) + p.eps));
+    if (wid == 0u) {
+        // Each invocation reads the part of y_sh it wrote.
         for (var e = lid; e < k4; e = e + 256u) {
-            let sv = y_sh[e] * c;
-            let u = sv + edge_x(base, e, lid, x0, x1);
-            sq += dot(u, u);
-            if (wid == 0u) {
-                s_out[base + e] = sv;
-            }
-            if (EDGE == 1u) {
-                y_sh[e] = u;
-            }
-        }
-        let r = 1.0 / sqrt(seg_sum(sq, lid, 256u) + p.eps);
-        if (EDGE == 1u) {
-            res.z = r;
-        }
-        if (wid == 0u) {
-            // Each invocation reads the part of y_sh it wrote.
-            for (var e = lid; e < k4; e = e + 256u) {
-                var u = y_sh[e];
-                if (EDGE == 2u) {
-                    u = u * c + edge_x(base, e, lid, x0, x1);
-                }
-                h_next[base + e] = u * r;
-            }
+            h_next[base + e] = y_sh[e] * res.z;
         }
     }
     workgroupBarrier();
-}
-
-// xt's vec4 e of the row at `base`, from x0 or x1 where this invocation loaded it.
-fn edge_x(base: u32, e: u32, lid: u32, x0: vec4<f32>, x1: vec4<f32>) -> vec4<f32> {
-    if (e == lid) {
-        return x0;
-    }
-    if (e == lid + 256u) {
-        return x1;
-    }
-    return xt[base + e];
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.

@@ -74,16 +74,17 @@ pub enum Input<'a> {
         h_next: &'a Arc<Store>,
         eps: f32,
     },
-    /// x is h, the input the nGPT residual of h and `o` that closes a pass and the loop's
-    /// `edge` after it (`edge_fuses`: one row), times `scale` per column where given (the
-    /// head); workgroup 0 writes the new h to `h_next` and, between passes, s.
+    /// x is h; the projection's input is h after the nGPT residual of h and `o` that
+    /// closes a pass and the loop's edge after it, between passes (`edge_fuses`: one row):
+    /// N(s + x) with s = N(h), the token's x `edge_x`. Workgroup 0 writes the new h to
+    /// `h_next`, s to `s`.
     Edge {
         o: &'a Arc<Store>,
         alpha: &'a Arc<Store>,
         h_next: &'a Arc<Store>,
         eps: f32,
-        edge: Edge<'a>,
-        scale: Option<&'a Arc<Store>>,
+        edge_x: &'a Arc<Store>,
+        s: &'a Arc<Store>,
     },
     /// x is the partials of the rows' attention in `chunks` chunks (attend.rs), joined and
     /// gated on the way in (`combine_fuses`); the rows of `qkvg` hold the gates.
@@ -96,26 +97,6 @@ pub enum Input<'a> {
     },
 }
 
-/// A pass's edge after its residual (`Input::Edge`): the token's x, s, and what the
-/// projection reads.
-#[derive(Clone, Copy)]
-pub struct Edge<'a> {
-    pub x: &'a Arc<Store>,
-    pub s: &'a Arc<Store>,
-    pub reads: EdgeReads,
-}
-
-/// What a projection that forms a pass's edge reads (gemv.wgsl's EDGE).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum EdgeReads {
-    /// Between passes, the new h (the next pass's first projection).
-    NextH = 1,
-    /// Between passes, s (a read-out's head).
-    State = 2,
-    /// After the last pass, the new h (the head).
-    LastH = 3,
-}
-
 /// Whether `record` takes `input` for `rows` rows of `w` in one dispatch per part (and the
 /// split before the tensor cores): SwiGLU up to GEMV_ROWS rows or on the tensor cores, the
 /// residual for one row when the options fuse it.
@@ -124,7 +105,7 @@ pub fn fuses(rec: &Recorder, w: &Matrix, rows: usize, input: Input) -> bool {
         Input::Plain | Input::Scaled(_) => true,
         Input::Swiglu(_) => rows <= GEMV_ROWS || coop_kernels(rec, w, rows).is_some(),
         Input::Residual { .. } => residual_fuses(rec, w, rows) || residual_splits(rec, w, rows),
-        Input::Edge { scale, .. } => edge_fuses(rec, w, rows, scale.is_some()),
+        Input::Edge { .. } => edge_fuses(rec, w, rows),
         Input::Combine { kv_heads, d, chunks, .. } => combine_fuses(rec, w, rows, (kv_heads, d), chunks),
     }
 }
@@ -155,13 +136,14 @@ pub fn residual_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     rows == 1 && o.fuse_residual && (takes_gemv1(rec, w, rows) || w.k <= o.residual_max_k)
 }
 
-/// Whether a pass's closing residual and the edge after it are formed by a projection of
-/// `rows` rows of `w` (gemv.wgsl's EDGE, whose loads of x hold rows of up to 2,048), `head`
-/// or the next pass's first.
-pub fn edge_fuses(rec: &Recorder, w: &Matrix, rows: usize, head: bool) -> bool {
+/// Whether a pass's closing residual and the edge after it are formed by the next pass's
+/// first projection, of `rows` rows of `w` (gemv.wgsl's EDGE, whose loads of x hold rows of
+/// up to 2,048). Not by the head: every one of its workgroups would form them, which cost
+/// more than the edge's own dispatch (bench/logs/h200-2026-12-06c/call-3: on an H100 the
+/// larger config's last head took 84.0 µs a dispatch against 57.4 + 15.1).
+pub fn edge_fuses(rec: &Recorder, w: &Matrix, rows: usize) -> bool {
     let o = &rec.dev().kernels.options;
-    let (fuse, k_most) = (o.fuse_edge && (o.fuse_edge_head || !head), o.residual_max_k.min(2048));
-    rows == 1 && fuse && w.k <= k_most && !takes_gemv1(rec, w, rows)
+    rows == 1 && o.fuse_edge && w.k <= o.residual_max_k.min(2048) && !takes_gemv1(rec, w, rows)
 }
 
 /// The most bytes of partials a decoded row's out projection joins on the way in
@@ -284,10 +266,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         // One row (`fuses`): the second kernel is never taken.
         Input::Residual { .. } => (plain[0], [kernels.gemv_residual[dt][0]; 2], x),
         Input::Combine { .. } => (plain[0], [kernels.gemv_combine[dt]; 2], x),
-        Input::Edge { edge, scale, .. } => {
-            let kernel = kernels.gemv_edge.expect("edge_fuses: the edge's kernels")[dt][edge.reads as usize - 1];
-            (plain[0], [kernel; 2], scale.unwrap_or(x))
-        }
+        Input::Edge { .. } => (plain[0], [kernels.gemv_edge.expect("edge_fuses: its kernels")[dt]; 2], x),
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
@@ -597,7 +576,7 @@ fn residual_binds(rec: &Recorder, x: &Arc<Store>, input: Input) -> ([(u32, Bind)
     let none = rec.none();
     let (o, alpha, h_next, eps, (xt, s)) = match input {
         Input::Residual { o, alpha, h_next, eps } => (o, alpha, h_next, eps, (x, none)),
-        Input::Edge { o, alpha, h_next, eps, edge, .. } => (o, alpha, h_next, eps, (edge.x, edge.s)),
+        Input::Edge { o, alpha, h_next, eps, edge_x, s } => (o, alpha, h_next, eps, (edge_x, s)),
         Input::Combine { qkvg, gate_scale, .. } => (qkvg, gate_scale, none, 0.0, (x, none)),
         _ => (x, x, none, 0.0, (x, none)),
     };

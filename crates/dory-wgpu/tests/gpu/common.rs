@@ -62,17 +62,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // q8_0 prompts copied for the tensor cores in slices of 64 rows; rows wider than
             // 1,024 with the residual in its own dispatch where the defaults fuse them.
             let q8_copy_bytes = 0;
-            // And passes closed by the op after them, which lavapipe's defaults leave apart.
-            let (fuse_edge, fuse_edge_head) = (true, true);
-            let other = Options {
-                tiles: !o.tiles,
-                attend_coop,
-                q8_copy_bytes,
-                residual_max_k: 1024,
-                fuse_edge,
-                fuse_edge_head,
-                ..o
-            };
+            // And passes closed by the next pass's first projection, which lavapipe's
+            // defaults leave apart.
+            let fuse_edge = true;
+            let other = Options { tiles: !o.tiles, attend_coop, q8_copy_bytes, residual_max_k: 1024, fuse_edge, ..o };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
