@@ -365,7 +365,7 @@ impl Backend for Wgpu {
 
     fn enter(&mut self, [h, x, s]: [&mut GpuBuf; 3], ids: &[u32]) {
         match ids {
-            [id] if embed::enters(&self.model.embed) => {
+            [id] if embed::enters(&self.rec, &self.model.embed) => {
                 self.rec.begin_op();
                 let at = self.rec.upload(&[*id]);
                 self.entered([h, x, s], embed::Token::Uploaded { at });
@@ -618,7 +618,7 @@ impl Backend for Wgpu {
 
     fn enter_held(&mut self, [h, x, s]: [&mut GpuBuf; 3]) {
         self.rec.begin_op();
-        if embed::enters(&self.model.embed) {
+        if embed::enters(&self.rec, &self.model.embed) {
             let at = self.rec.upload(&[0]);
             self.rec.token_at(at);
             return self.entered([h, x, s], embed::Token::Uploaded { at });
@@ -634,7 +634,7 @@ impl Backend for Wgpu {
         // submission, at `flush` (on the H200: dory-tiny 1.08–1.13×, the larger config
         // 1.03–1.07×, bench/logs/h200-2026-12-05c/call-6).
         self.rec.unbatched();
-        if embed::enters(&self.model.embed) {
+        if embed::enters(&self.rec, &self.model.embed) {
             self.entered([h, x, s], embed::Token::Greedy { logits: &logits.store, n: v });
         } else {
             embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);

@@ -252,6 +252,9 @@ pub struct Options {
     /// A decoded row's pass closed (its last residual and the loop's edge after it) by the
     /// next pass's first projection (`gemv.wgsl`'s EDGE).
     pub fuse_edge: bool,
+    /// A decoded row's embedding and the loop's entry in one dispatch (`embed.wgsl`'s
+    /// enter), after the greedy token's choice.
+    pub fuse_enter: bool,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -340,6 +343,7 @@ impl Options {
             fuse_prep: true,
             fuse_residual: true,
             fuse_edge: true,
+            fuse_enter: true,
             fuse_split: true,
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
@@ -419,6 +423,7 @@ impl Options {
             self.fuse_prep = v.contains("prep");
             self.fuse_residual = v.contains("residual");
             self.fuse_edge = v.contains("edge");
+            self.fuse_enter = v.contains("enter");
             self.fuse_split = v.contains("split");
             if !v.contains("combine") {
                 self.combine_bytes = 0;

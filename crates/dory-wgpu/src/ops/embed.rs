@@ -30,10 +30,10 @@ pub enum Token<'a> {
     Greedy { logits: &'a Arc<Store>, n: usize },
 }
 
-/// Whether `enter` can run on `table`: not where it is cut into parts, whose row and its
-/// norm would span dispatches.
-pub fn enters(table: &Matrix) -> bool {
-    table.parts.len() == 1
+/// Whether `enter` runs on `table` (`Options::fuse_enter`): not where it is cut into parts,
+/// whose row and its norm would span dispatches.
+pub fn enters(rec: &Recorder, table: &Matrix) -> bool {
+    rec.dev().kernels.options.fuse_enter && table.parts.len() == 1
 }
 
 /// x ← embed[token]; s ← x; h ← N(s + x) for one row, in one dispatch, where `enters`.

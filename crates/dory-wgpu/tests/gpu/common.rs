@@ -35,7 +35,8 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
         let mut all = vec![first.clone()];
         if first.caps.reduce == Reduce::Subgroup {
             // The kernels the defaults leave out: the single-row projection, with the
-            // residual fused into it, bf16 projections held the other way, the
+            // residual fused into it, a decoded row's embedding and the loop's entry apart,
+            // bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
             // residual's dispatch; and exit rules tested where the defaults do not.
             let shared =
@@ -47,6 +48,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             let options = Options {
                 gemv1,
                 fuse_residual: true,
+                fuse_enter: false,
                 bf16_as_f16,
                 coop_slicing,
                 fuse_split,
