@@ -255,9 +255,6 @@ pub struct Options {
     /// A decoded row's embedding and the loop's entry in one dispatch (`embed.wgsl`'s
     /// enter), after the greedy token's choice.
     pub fuse_enter: bool,
-    /// Rounds of weights a one-row projection whose prologue forms x loads before it (1 or
-    /// 2; `gemv.wgsl`'s ROUNDS).
-    pub prologue_rounds: u32,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -347,7 +344,6 @@ impl Options {
             fuse_residual: true,
             fuse_edge: true,
             fuse_enter: true,
-            prologue_rounds: 1,
             fuse_split: true,
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
@@ -421,8 +417,7 @@ impl Options {
         }
     }
 
-    /// DORY_WGPU_FUSE, DORY_WGPU_ROUNDS, DORY_WGPU_COMBINE_BYTES and DORY_WGPU_RESIDUAL_K
-    /// (`new`).
+    /// DORY_WGPU_FUSE, DORY_WGPU_COMBINE_BYTES and DORY_WGPU_RESIDUAL_K (`new`).
     fn fusion_from_env(&mut self) {
         if let Ok(v) = std::env::var("DORY_WGPU_FUSE") {
             self.fuse_prep = v.contains("prep");
@@ -433,9 +428,6 @@ impl Options {
             if !v.contains("combine") {
                 self.combine_bytes = 0;
             }
-        }
-        if let Some(&[rounds @ (1 | 2)]) = numbers("DORY_WGPU_ROUNDS").as_deref() {
-            self.prologue_rounds = rounds;
         }
         if let Some(bytes) = std::env::var("DORY_WGPU_COMBINE_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             self.combine_bytes = bytes;
@@ -634,16 +626,14 @@ fn plan_formed(
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
-    let rounds = ("ROUNDS", f64::from(options.prologue_rounds));
     let gemv_residual = per_dtype(q8, |dt| {
-        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), rounds];
+        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
         [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
     });
-    let gemv_combine =
-        per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0), rounds]));
+    let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
     let gemv_edge = options.fuse_edge.then(|| {
         per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0), rounds];
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0)];
             b.add_as("gemv", "gemv", "gemv_edge", &c)
         })
     });

@@ -31,9 +31,6 @@ override EDGE: u32 = 0u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
-// Rounds of UNROLL pieces in flight (1 or 2): where a prologue forms x (RES, COMBINE), what
-// it loads and reduces waits beside the weights loaded before it, a round or two.
-override ROUNDS: u32 = 1u;
 
 const LANES: u32 = 32u;
 
@@ -188,16 +185,6 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
     var w1 = load_piece(jr, g + LANES);
     var w2 = load_piece(jr, g + 2u * LANES);
     var w3 = load_piece(jr, g + 3u * LANES);
-    var w4 = w0;
-    var w5 = w0;
-    var w6 = w0;
-    var w7 = w0;
-    if (ROUNDS == 2u) {
-        w4 = load_piece(jr, g + 4u * LANES);
-        w5 = load_piece(jr, g + 5u * LANES);
-        w6 = load_piece(jr, g + 6u * LANES);
-        w7 = load_piece(jr, g + 7u * LANES);
-    }
     prologue(lid, wid);
     var acc = vec4<f32>(0.0);
     loop {
@@ -205,13 +192,7 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         acc = add_piece(acc, w1, g + LANES);
         acc = add_piece(acc, w2, g + 2u * LANES);
         acc = add_piece(acc, w3, g + 3u * LANES);
-        if (ROUNDS == 2u) {
-            acc = add_piece(acc, w4, g + 4u * LANES);
-            acc = add_piece(acc, w5, g + 5u * LANES);
-            acc = add_piece(acc, w6, g + 6u * LANES);
-            acc = add_piece(acc, w7, g + 7u * LANES);
-        }
-        g = g + ROUNDS * UNROLL * LANES;
+        g = g + UNROLL * LANES;
         if (g >= p.g8) {
             break;
         }
@@ -219,12 +200,6 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
         w1 = load_piece(jr, g + LANES);
         w2 = load_piece(jr, g + 2u * LANES);
         w3 = load_piece(jr, g + 3u * LANES);
-        if (ROUNDS == 2u) {
-            w4 = load_piece(jr, g + 4u * LANES);
-            w5 = load_piece(jr, g + 5u * LANES);
-            w6 = load_piece(jr, g + 6u * LANES);
-            w7 = load_piece(jr, g + 7u * LANES);
-        }
     }
     acc = select(vec4<f32>(0.0), acc, j < p.rows_w);
     return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
@@ -268,16 +243,6 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
     var w1 = load_tile(at, t + step, tiles);
     var w2 = load_tile(at, t + 2u * step, tiles);
     var w3 = load_tile(at, t + 3u * step, tiles);
-    var w4 = w0;
-    var w5 = w0;
-    var w6 = w0;
-    var w7 = w0;
-    if (ROUNDS == 2u) {
-        w4 = load_tile(at, t + 4u * step, tiles);
-        w5 = load_tile(at, t + 5u * step, tiles);
-        w6 = load_tile(at, t + 6u * step, tiles);
-        w7 = load_tile(at, t + 7u * step, tiles);
-    }
     prologue(lid, wid);
     var acc = vec4<f32>(0.0);
     loop {
@@ -285,13 +250,7 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
         acc = add_tile(acc, w1, t + step, tiles, lane);
         acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
         acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
-        if (ROUNDS == 2u) {
-            acc = add_tile(acc, w4, t + 4u * step, tiles, lane);
-            acc = add_tile(acc, w5, t + 5u * step, tiles, lane);
-            acc = add_tile(acc, w6, t + 6u * step, tiles, lane);
-            acc = add_tile(acc, w7, t + 7u * step, tiles, lane);
-        }
-        t = t + ROUNDS * UNROLL * step;
+        t = t + UNROLL * step;
         if (t >= tiles) {
             break;
         }
@@ -299,12 +258,6 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
         w1 = load_tile(at, t + step, tiles);
         w2 = load_tile(at, t + 2u * step, tiles);
         w3 = load_tile(at, t + 3u * step, tiles);
-        if (ROUNDS == 2u) {
-            w4 = load_tile(at, t + 4u * step, tiles);
-            w5 = load_tile(at, t + 5u * step, tiles);
-            w6 = load_tile(at, t + 6u * step, tiles);
-            w7 = load_tile(at, t + 7u * step, tiles);
-        }
     }
     band_sh[lid] = acc;
     workgroupBarrier();
