@@ -74,10 +74,10 @@ pub enum Input<'a> {
         h_next: &'a Arc<Store>,
         eps: f32,
     },
-    /// x is h; the projection's input is h after the nGPT residual of h and `o` that
-    /// closes a pass and the loop's edge after it, between passes (`edge_fuses`: one row):
-    /// N(s + x) with s = N(h), the token's x `edge_x`. Workgroup 0 writes the new h to
-    /// `h_next`, s to `s`.
+    /// x is h; the projection's input is the next pass's h (`edge_fuses`: one row): the
+    /// nGPT residual h' of h and `o` that closes a pass, then the Between edge, s = N(h')
+    /// and N(s + x) with the token's x `edge_x`. Workgroup 0 writes that h to `h_next`, s
+    /// to `s`.
     Edge {
         o: &'a Arc<Store>,
         alpha: &'a Arc<Store>,
