@@ -616,13 +616,16 @@ pub fn dtype_index(s: Stored) -> usize {
 const DTYPES: usize = 4;
 const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
 
-/// One row's projections whose x is formed on the way in: by the residual (gemv and
-/// gemv_glu), by the attention's join, and by a pass's close (`Options::fuse_edge`).
-#[allow(clippy::type_complexity)]
-fn plan_formed(
-    b: &mut Planner,
-    options: Options,
-) -> ([[KernelId; 2]; DTYPES], [KernelId; DTYPES], Option<[KernelId; DTYPES]>) {
+/// One row's projections whose x is formed on the way in (`Kernels`' fields of the names).
+struct Formed {
+    gemv_residual: [[KernelId; 2]; DTYPES],
+    gemv_combine: [KernelId; DTYPES],
+    gemv_edge: Option<[KernelId; DTYPES]>,
+}
+
+/// `Formed`: by the residual (gemv and gemv_glu), by the attention's join, and by a pass's
+/// close (`Options::fuse_edge`).
+fn plan_formed(b: &mut Planner, options: Options) -> Formed {
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
@@ -637,7 +640,7 @@ fn plan_formed(
             b.add_as("gemv", "gemv", "gemv_edge", &c)
         })
     });
-    (gemv_residual, gemv_combine, gemv_edge)
+    Formed { gemv_residual, gemv_combine, gemv_edge }
 }
 
 /// `add`'s kernel for each dtype: q8_0's only with `q8` (`Options::q8`), its slot otherwise
@@ -731,7 +734,7 @@ impl Kernels {
         });
         let [gemv, gemv_scaled, gemv_swiglu] = [0, 1, 2].map(|v| rows.map(|r| r.map(|x| x[v])));
         let gemv_glu = per_dtype(q8, |dt| b.add("gemv", "gemv_glu", &[("DTYPE", dt)]));
-        let (gemv_residual, gemv_combine, gemv_edge) = plan_formed(&mut b, options);
+        let Formed { gemv_residual, gemv_combine, gemv_edge } = plan_formed(&mut b, options);
         let (gemv1, gemv1_scaled) = plan_gemv1(&mut b, options.gemv1, q8);
         let gemm = per_dtype(q8, |dt| b.add("gemm", "gemm", &[("DTYPE", dt)]));
         let gemm_scaled = per_dtype(q8, |dt| b.add("gemm", "gemm_scaled", &[("DTYPE", dt)]));
