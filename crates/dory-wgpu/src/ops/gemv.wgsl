@@ -63,9 +63,9 @@ fn residual_prologue(lid: u32, wid: u32) {
     let base = p.xr0 * k4;
     if (EDGE == 1u) {
         edge_prologue(lid, wid, base, k4);
-        return;
+    } else {
+        res = residual_row(base, k4, lid, p.eps);
     }
-    res = residual_row(base, k4, lid, p.eps);
     if (wid == 0u) {
         // Each invocation reads the part of y it wrote.
         for (var e = lid; e < k4; e = e + 256u) {
@@ -76,7 +76,8 @@ fn residual_prologue(lid: u32, wid: u32) {
 }
 
 // The residual and the edge after it (EDGE = 1) over the row at `base`: y_sh holds s + x
-// and res.z its 1/‖s + x‖, which the projection reads; workgroup 0 writes the new h and s.
+// and res.z its 1/‖s + x‖, which the projection reads (and residual_prologue writes, as the
+// new h); workgroup 0 writes s.
 // With h' = y · f.z (f.z = 1/√(‖y‖² + ε)), Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε f.z², so s =
 // N(h') = y · c needs no reduction; N(s + x) takes one. x's first two vec4s an invocation
 // (rows of up to 2,048) are loaded before the residual's reductions wait.
@@ -104,13 +105,6 @@ fn edge_prologue(lid: u32, wid: u32, base: u32, k4: u32) {
         }
     }
     res = vec3<f32>(f.xy, 1.0 / sqrt(seg_sum(sq, lid, 256u) + p.eps));
-    if (wid == 0u) {
-        // Each invocation reads the part of y_sh it wrote.
-        for (var e = lid; e < k4; e = e + 256u) {
-            h_next[base + e] = y_sh[e] * res.z;
-        }
-    }
-    workgroupBarrier();
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.
