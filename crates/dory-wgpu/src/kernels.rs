@@ -69,6 +69,8 @@ libs! {
     Span => "ops/span.wgsl",
     /// A row's split attention joined where a projection reads it.
     Join => "ops/join.wgsl",
+    /// Chunks of a split attention folded in as an online softmax.
+    Chunks => "ops/chunks.wgsl",
 }
 
 /// One WGSL module: an op's file, its parameters (the fields of its `struct P`), the
@@ -92,7 +94,7 @@ pub const MODULES: &[Module] = &[
         "gemv",
         include_str!("ops/gemv.wgsl"),
         matmul::Params::FIELDS,
-        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Join],
+        &[Lib::Dtype, Lib::Matmul, Lib::Ngpt, Lib::NgptIn, Lib::Glu, Lib::Chunks, Lib::Join],
     ),
     module("gemv1", include_str!("ops/gemv1.wgsl"), matmul::RowParams::FIELDS, &[Lib::Dtype, Lib::Ngpt, Lib::NgptIn]),
     module("gemm", include_str!("ops/gemm.wgsl"), matmul::Params::FIELDS, &[Lib::Dtype, Lib::Matmul]),
@@ -102,7 +104,7 @@ pub const MODULES: &[Module] = &[
             "split",
             include_str!("ops/split.wgsl"),
             matmul::SplitParams::FIELDS,
-            &[Lib::Glu, Lib::Hi, Lib::Parts, Lib::Join],
+            &[Lib::Glu, Lib::Hi, Lib::Parts, Lib::Chunks, Lib::Join],
         )
     },
     Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[]) },
@@ -140,7 +142,7 @@ pub const MODULES: &[Module] = &[
         attend::RowsParams::FIELDS,
         &[Lib::Blocks, Lib::Slots, Lib::Seen, Lib::Span, Lib::Hi],
     ),
-    module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention]),
+    module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention, Lib::Chunks]),
     module("exit", include_str!("ops/exit.wgsl"), exit::Params::FIELDS, &[]),
     module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention]),
 ];

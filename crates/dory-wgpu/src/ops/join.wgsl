@@ -2,21 +2,14 @@
 // the prologue of the kernel that reads the result as its x (gemv.wgsl's and split.wgsl's
 // COMBINE), through the including module's join_part(at) (a vec4 of the chunks' partials
 // `part`), join_gate(at, i) (σ(qkvg[at] ⊙ gate_scale[i]): the gate at dim i of the row's
-// query heads, at `at` in qkvg) and join_put(i, v) (x at i, in workgroup memory).
+// query heads, at `at` in qkvg) and join_put(i, v) (x at i, in workgroup memory); the
+// chunks are folded by chunks.wgsl's join_four.
 
 // Query heads per KV head (attention.wgsl's GROUP; spec §1: H = 4K).
 const GROUP: u32 = 4u;
 
 // The most lanes that share a (KV head, dim)'s chunks.
 const JOIN_LANES: u32 = 8u;
-
-// A run of chunks joined so far, for a KV head's four query heads at one dim: the
-// greatest maximum `top`, and the sums and value sums rescaled to it.
-struct Joined {
-    top: vec4<f32>,
-    sum: vec4<f32>,
-    acc: vec4<f32>,
-}
 
 // Lanes that share each (KV head, dim) of a row `kd` wide: as many as the workgroup's 256
 // invocations hold, up to JOIN_LANES (a power of two).
@@ -68,38 +61,4 @@ fn join_row(lid: u32, r: u32, kv_heads: u32, d: u32, chunks: u32) {
         }
     }
     workgroupBarrier();
-}
-
-// `run` joined with chunks ch, ch + lanes, ch + 2 lanes and ch + 3 lanes (those below
-// `chunks`; ch is) of the partials from `first`, at dim `dim`.
-fn join_four(run: Joined, first: u32, ch: u32, lanes: u32, chunks: u32, d: u32, dim: u32) -> Joined {
-    let stride = 2u + d;
-    let c1 = ch + lanes;
-    let c2 = ch + 2u * lanes;
-    let c3 = ch + 3u * lanes;
-    let a0 = first + ch * stride;
-    let a1 = first + min(c1, chunks - 1u) * stride;
-    let a2 = first + min(c2, chunks - 1u) * stride;
-    let a3 = first + min(c3, chunks - 1u) * stride;
-    let m0 = join_part(a0);
-    let m1 = join_part(a1);
-    let m2 = join_part(a2);
-    let m3 = join_part(a3);
-    let l0 = join_part(a0 + 1u);
-    let l1 = join_part(a1 + 1u);
-    let l2 = join_part(a2 + 1u);
-    let l3 = join_part(a3 + 1u);
-    let v0 = join_part(a0 + 2u + dim);
-    let v1 = join_part(a1 + 2u + dim);
-    let v2 = join_part(a2 + 2u + dim);
-    let v3 = join_part(a3 + 2u + dim);
-    let top = max(max(run.top, m0), max(max(m1, m2), m3));
-    let k = exp(run.top - top);
-    let w0 = exp(m0 - top);
-    let w1 = select(vec4<f32>(0.0), exp(m1 - top), c1 < chunks);
-    let w2 = select(vec4<f32>(0.0), exp(m2 - top), c2 < chunks);
-    let w3 = select(vec4<f32>(0.0), exp(m3 - top), c3 < chunks);
-    let sum = run.sum * k + ((l0 * w0 + l1 * w1) + (l2 * w2 + l3 * w3));
-    let acc = run.acc * k + ((v0 * w0 + v1 * w1) + (v2 * w2 + v3 * w3));
-    return Joined(top, sum, acc);
 }

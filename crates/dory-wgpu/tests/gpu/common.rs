@@ -67,7 +67,18 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // And passes closed by the next pass's first projection, which lavapipe's
             // defaults leave apart.
             let fuse_edge = true;
-            let other = Options { tiles: !o.tiles, attend_coop, q8_copy_bytes, residual_max_k: 1024, fuse_edge, ..o };
+            // And a decoded row's chunks of several tiles of keys, which the defaults cut
+            // from contexts of a few thousand keys only.
+            let attend_per = 256;
+            let other = Options {
+                tiles: !o.tiles,
+                attend_coop,
+                q8_copy_bytes,
+                residual_max_k: 1024,
+                fuse_edge,
+                attend_per,
+                ..o
+            };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
         } else if std::env::var("CI").is_ok_and(|v| v == "true") && first.caps.subgroup.is_some() {
             panic!("the adapter has subgroups but the probe rejected them: the subgroup kernels would go untested");
