@@ -7,7 +7,7 @@ use dory::Model;
 use dory_wgpu::kernels::Options;
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Wgpu};
 
-use crate::common::{backends, check, config, devices, random_model, random_model_as, Io};
+use crate::common::{backends, check, config, config_with, devices, random_model, random_model_as, Io};
 
 /// f32 sums in another order: well inside spec §8's 1e-4 for whole models. Tensor cores
 /// add with truncation (x split in two f16 parts keeps ~22 bits; what their f32 adds lose
@@ -158,10 +158,11 @@ fn bf16_held_as_f16_projects_bit_for_bit() {
 fn the_greedy_token_is_the_samplers_and_enters_the_loop() {
     // The device's choice for a greedy decoder's next step: sampler::argmax's, ties, NaNs,
     // signed zeros and infinities included, left after the logits, embedded, and the loop
-    // entered on it (x, s and h).
+    // entered on it (x, s and h); a vocabulary of 5,003, so that the kernel's walk takes its
+    // logits eight at a time and then the rest.
     for dev in devices() {
         let bound = op_bound(dev);
-        let c = config(40, 1, 8, 64, &["sliding"], 1, 4);
+        let c = config_with(40, 1, 8, 64, &["sliding"], 1, 4, serde_json::json!({ "vocab_size": 5003 }));
         let (_dir, model) = random_model(&c, 3, DType::BF16);
         let (mut cpu, mut gpu) = backends(dev, &model);
         let v = c.vocab_size;
@@ -175,6 +176,12 @@ fn the_greedy_token_is_the_samplers_and_enters_the_loop() {
         let mut inf = rand_vec(v, 5);
         (inf[0], inf[v / 2]) = (f32::NEG_INFINITY, f32::INFINITY);
         cases.extend([tie, nan_first, nans, inf]);
+        // The largest at each of the eight loads an invocation has in flight.
+        for k in 0..8 {
+            let mut peak = rand_vec(v, 10 + k as u64);
+            peak[2048 + 256 * k + 3] = 9.0;
+            cases.push(peak);
+        }
         for (i, logits) in cases.into_iter().enumerate() {
             let want = dory::sampler::argmax(&logits);
             let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
