@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # 2026-12-06, twelfth session, call 1: a decoded row's attention with one round trip a tile
 # (attend.wgsl loads a tile's keys and values at once, the first tile's before prep) and its
-# chunks joined in one walk (combine.wgsl), against the last stop's binary (9a78359). The
-# GPU tests, then decode interleaved, three rounds: the larger config at depth 0, 4096
-# (exact) and 32768 (O(1)), dory-tiny with all passes; then both by kernel, the larger
-# config at depth 0 and 4096. Built with `bench/wgpu_h200.sh build 9a78359`; carry .gl and
-# .wgpu-carry.
+# chunks joined in one walk (combine.wgsl) (fcb1493), and with the greedy token's argmax
+# keeping eight loads in flight (this binary), against the last stop's (9a78359). The GPU
+# tests, then decode interleaved, two rounds: the larger config at depth 0, 4096 (exact)
+# and 32768 (O(1)), dory-tiny with all passes; then this binary's and the last stop's by
+# kernel, the larger config at depth 0 and 4096. Built with `bench/wgpu_h200.sh build
+# 9a78359`, then `build fcb1493`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
@@ -26,8 +27,8 @@ for l in sys.stdin:
     except ValueError: print(l.rstrip()); continue
     print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
 }
-for round in 1 2 3; do
-    for v in "new .wgpu-carry/dory" "old .wgpu-carry/dory-9a78359"; do
+for round in 1 2; do
+    for v in "new .wgpu-carry/dory" "attend .wgpu-carry/dory-fcb1493" "old .wgpu-carry/dory-9a78359"; do
         set -- $v
         run $1 $2 $large 0 exact 16 64 2
         run $1 $2 $large 4096 exact 16 64 1

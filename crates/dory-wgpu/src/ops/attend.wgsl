@@ -4,8 +4,7 @@
 // share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
-// sealed layer, o1.wgsl's combine_sealed). Each tile's keys and values are all loaded
-// before any is used (`ahead`), the first tile's before the queries are prepared.
+// sealed layer, o1.wgsl's combine_sealed).
 //
 // With `fused` (a single row), the workgroup first prepares what prep.wgsl would: its four
 // queries q ← N(rope(yq)) ⊙ q_scale and the row's own key k ← N(rope(yk)) and value from
@@ -213,141 +212,22 @@ fn value(slot: u32, c: u32, dim: u32) -> f32 {
     return vc[slot * p.kv_heads * p.d + c * p.d + dim];
 }
 
-// What an invocation loads of a tile of keys t0 … t0 + TILE − 1 (of the row's visible span,
-// before `end`), all issued before anything waits on them, so that a tile's keys and
-// values arrive in one round trip, and the first tile's beside the fused prep's loads: its
-// key's slot (OWN: the row's own, read from workgroup memory) and the first eight of the
-// pieces key_dots walks (a head of 128 dims at LANES 4), and its value dim's values of the
-// first 32 keys of its group (four a vec4).
-struct Ahead {
-    slot: u32,
-    k0: vec4<f32>,
-    k1: vec4<f32>,
-    k2: vec4<f32>,
-    k3: vec4<f32>,
-    k4: vec4<f32>,
-    k5: vec4<f32>,
-    k6: vec4<f32>,
-    k7: vec4<f32>,
-    v0: vec4<f32>,
-    v1: vec4<f32>,
-    v2: vec4<f32>,
-    v3: vec4<f32>,
-    v4: vec4<f32>,
-    v5: vec4<f32>,
-    v6: vec4<f32>,
-    v7: vec4<f32>,
-}
-
-// A tile's loads (Ahead); its keys' slots go to s_sh. Every invocation of the workgroup
-// must call it (it holds a barrier), after the last tile's fold has read s_sh.
-fn ahead(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32) -> Ahead {
+// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
     let key = lid / LANES;
     let lane = lid % LANES;
-    var a: Ahead;
-    a.slot = OWN;
-    if (t0 + key < end) {
-        let j = walk_at(sn, t0 + key);
-        if (!has(FUSED) || j != pos) {
-            a.slot = slot_of(j);
-            let kb = (a.slot * p.kv_heads * p.d + c * p.d) / 4u;
-            a.k0 = key_piece(kb, lane);
-            a.k1 = key_piece(kb, lane + LANES);
-            a.k2 = key_piece(kb, lane + 2u * LANES);
-            a.k3 = key_piece(kb, lane + 3u * LANES);
-            a.k4 = key_piece(kb, lane + 4u * LANES);
-            a.k5 = key_piece(kb, lane + 5u * LANES);
-            a.k6 = key_piece(kb, lane + 6u * LANES);
-            a.k7 = key_piece(kb, lane + 7u * LANES);
-        }
-        if (lane == 0u) {
-            s_sh[key] = a.slot;
-        }
-    }
-    workgroupBarrier();
-    let groups = WG / p.d;
-    let group = lid / p.d;
-    if (group < groups) {
-        let count = min(TILE, end - t0);
-        let dim = lid % p.d;
-        a.v0 = values4(c, dim, group, groups, count);
-        a.v1 = values4(c, dim, group + 4u * groups, groups, count);
-        a.v2 = values4(c, dim, group + 8u * groups, groups, count);
-        a.v3 = values4(c, dim, group + 12u * groups, groups, count);
-        a.v4 = values4(c, dim, group + 16u * groups, groups, count);
-        a.v5 = values4(c, dim, group + 20u * groups, groups, count);
-        a.v6 = values4(c, dim, group + 24u * groups, groups, count);
-        a.v7 = values4(c, dim, group + 28u * groups, groups, count);
-    }
-    return a;
-}
-
-// Piece e of the key at kb (in vec4s), where the head has it.
-fn key_piece(kb: u32, e: u32) -> vec4<f32> {
-    if (e < p.d / 4u) {
-        return kc[kb + e];
-    }
-    return vec4<f32>(0.0);
-}
-
-// The values at `dim` of the tile's keys jj, jj + groups, jj + 2 groups and jj + 3 groups
-// (those below `count`; the row's own is read from workgroup memory by the fold).
-fn values4(c: u32, dim: u32, jj: u32, groups: u32, count: u32) -> vec4<f32> {
-    var v = vec4<f32>(0.0);
-    for (var u = 0u; u < 4u; u = u + 1u) {
-        let k = jj + u * groups;
-        if (k < count && s_sh[k] != OWN) {
-            v[u] = vc[s_sh[k] * p.kv_heads * p.d + c * p.d + dim];
-        }
-    }
-    return v;
-}
-
-// The four queries' dot products with the invocation's key (ahead's `a`), over its pieces.
-fn ahead_dots(a: Ahead, c: u32, lane: u32) -> vec4<f32> {
-    if (a.slot == OWN) {
-        return key_dots(OWN, c, lane);
-    }
-    var dots = (piece_dots(a.k0, lane) + piece_dots(a.k1, lane + LANES)) + (piece_dots(a.k2, lane + 2u * LANES) + piece_dots(a.k3, lane + 3u * LANES));
-    dots += (piece_dots(a.k4, lane + 4u * LANES) + piece_dots(a.k5, lane + 5u * LANES)) + (piece_dots(a.k6, lane + 6u * LANES) + piece_dots(a.k7, lane + 7u * LANES));
-    // A head wider than eight pieces an invocation: the rest, in turn.
-    let kb = (a.slot * p.kv_heads * p.d + c * p.d) / 4u;
-    for (var e = lane + 8u * LANES; e < p.d / 4u; e = e + LANES) {
-        dots += q_dots(kc[kb + e], e);
-    }
-    return dots;
-}
-
-fn piece_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
-    if (e < p.d / 4u) {
-        return q_dots(k, e);
-    }
-    return vec4<f32>(0.0);
-}
-
-// Keys jj, jj + groups, … (four, those below `count`) of the tile, with their values `v`,
-// weighed by w_sh.
-fn fold4(v: vec4<f32>, jj: u32, groups: u32, count: u32, dim: u32) -> vec4<f32> {
-    var acc = vec4<f32>(0.0);
-    for (var u = 0u; u < 4u; u = u + 1u) {
-        let k = jj + u * groups;
-        if (k < count) {
-            acc += w_sh[k] * select(v[u], own_v[dim], s_sh[k] == OWN);
-        }
-    }
-    return acc;
-}
-
-// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`),
-// loaded by `ahead` as `a`, into `run`: LANES invocations score each key, then the value
-// sum is cut into dims × groups.
-fn tile(lid: u32, c: u32, t0: u32, end: u32, run: Run, a: Ahead) -> Run {
-    let key = lid / LANES;
-    let lane = lid % LANES;
-    let valid = t0 + key < end;
+    let i = t0 + key;
+    let valid = i < end;
+    var slot = 0u;
     var dots = vec4<f32>(0.0);
     if (valid) {
-        dots = ahead_dots(a, c, lane);
+        let j = walk_at(sn, i);
+        slot = slot_of(j);
+        if (has(FUSED) && j == pos) {
+            slot = OWN;
+        }
+        dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
     let top = max(run.m, seg_max4(s, lid, WG));
@@ -358,6 +238,7 @@ fn tile(lid: u32, c: u32, t0: u32, end: u32, run: Run, a: Ahead) -> Run {
     }
     if (lane == 0u) {
         w_sh[key] = e;
+        s_sh[key] = slot;
     }
     // Each key counted once in the sum: by its first lane.
     let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
@@ -368,13 +249,17 @@ fn tile(lid: u32, c: u32, t0: u32, end: u32, run: Run, a: Ahead) -> Run {
     let group = lid / d;
     let dim = lid % d;
     if (group < groups) {
+        // Four keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
-        acc += (fold4(a.v0, group, groups, count, dim) + fold4(a.v1, group + 4u * groups, groups, count, dim))
-            + (fold4(a.v2, group + 8u * groups, groups, count, dim) + fold4(a.v3, group + 12u * groups, groups, count, dim));
-        acc += (fold4(a.v4, group + 16u * groups, groups, count, dim) + fold4(a.v5, group + 20u * groups, groups, count, dim))
-            + (fold4(a.v6, group + 24u * groups, groups, count, dim) + fold4(a.v7, group + 28u * groups, groups, count, dim));
-        // A group's keys past its first 32 (a tile of more than 32 groups' keys), in turn.
-        for (var jj = group + 32u * groups; jj < count; jj = jj + groups) {
+        var jj = group;
+        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        }
+        for (; jj < count; jj = jj + groups) {
             acc += w_sh[jj] * value(s_sh[jj], c, dim);
         }
     }
@@ -394,10 +279,6 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     if (has(DIRECT) && lid < d) {
         g = gates(r, c, p.kv_heads, d, lid);
     }
-    let sn = seen(pos);
-    let start = min(ch * p.per, sn.n);
-    let end = min(start + p.per, sn.n);
-    var a = ahead(lid, c, pos, sn, start, end);
     if (has(FUSED)) {
         prepare(lid, ch, c, r);
     } else {
@@ -407,12 +288,12 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         }
     }
     workgroupBarrier();
+    let sn = seen(pos);
+    let start = min(ch * p.per, sn.n);
+    let end = min(start + p.per, sn.n);
     var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        if (t0 != start) {
-            a = ahead(lid, c, pos, sn, t0, end);
-        }
-        run = tile(lid, c, t0, end, run, a);
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
     let acc = join_groups(run.acc, lid, d);
     if (lid >= d) {
