@@ -4,9 +4,7 @@
 // share each key's score and the value sum is cut into dims × groups of keys. With `direct` (one chunk)
 // the result is final: normalised and gated into z. Otherwise each chunk leaves its
 // maximum, its sum and its unnormalised value sum in `part` for combine.wgsl (or, on a
-// sealed layer, o1.wgsl's combine_sealed). Each invocation's key of a tile is loaded
-// before anything waits on it (the first tile's before the queries are prepared), and a
-// tile's values before its scores.
+// sealed layer, o1.wgsl's combine_sealed).
 //
 // With `fused` (a single row), the workgroup first prepares what prep.wgsl would: its four
 // queries q ← N(rope(yq)) ⊙ q_scale and the row's own key k ← N(rope(yk)) and value from
@@ -214,151 +212,22 @@ fn value(slot: u32, c: u32, dim: u32) -> f32 {
     return vc[slot * p.kv_heads * p.d + c * p.d + dim];
 }
 
-// An invocation's key of a tile of keys t0 … t0 + TILE − 1 (of the row's visible span,
-// before `end`): its slot (OWN: the row's own, read from workgroup memory; also where the
-// key is past the span) and the first eight of the pieces key_dots walks (a head of 128
-// dims at LANES 4), loaded before anything waits on them, the first tile's beside the
-// fused prep's loads. The key's first lane writes its slot to s_sh, for the values' loads
-// after the next barrier.
-struct Key {
-    slot: u32,
-    k0: vec4<f32>,
-    k1: vec4<f32>,
-    k2: vec4<f32>,
-    k3: vec4<f32>,
-    k4: vec4<f32>,
-    k5: vec4<f32>,
-    k6: vec4<f32>,
-    k7: vec4<f32>,
-}
-
-fn key_ahead(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32) -> Key {
+// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
+// `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
+fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
     let key = lid / LANES;
     let lane = lid % LANES;
-    var a: Key;
-    a.slot = OWN;
-    if (t0 + key < end) {
-        let j = walk_at(sn, t0 + key);
-        if (!has(FUSED) || j != pos) {
-            a.slot = slot_of(j);
-            let kb = (a.slot * p.kv_heads * p.d + c * p.d) / 4u;
-            a.k0 = key_piece(kb, lane);
-            a.k1 = key_piece(kb, lane + LANES);
-            a.k2 = key_piece(kb, lane + 2u * LANES);
-            a.k3 = key_piece(kb, lane + 3u * LANES);
-            a.k4 = key_piece(kb, lane + 4u * LANES);
-            a.k5 = key_piece(kb, lane + 5u * LANES);
-            a.k6 = key_piece(kb, lane + 6u * LANES);
-            a.k7 = key_piece(kb, lane + 7u * LANES);
-        }
-        if (lane == 0u) {
-            s_sh[key] = a.slot;
-        }
-    }
-    return a;
-}
-
-// Piece e of the key at kb (in vec4s), where the head has it.
-fn key_piece(kb: u32, e: u32) -> vec4<f32> {
-    if (e < p.d / 4u) {
-        return kc[kb + e];
-    }
-    return vec4<f32>(0.0);
-}
-
-// The four queries' dot products with the invocation's key `a`, over its pieces.
-fn key_ahead_dots(a: Key, c: u32, lane: u32) -> vec4<f32> {
-    if (a.slot == OWN) {
-        return key_dots(OWN, c, lane);
-    }
-    let near = (piece_dots(a.k0, lane) + piece_dots(a.k1, lane + LANES)) + (piece_dots(a.k2, lane + 2u * LANES) + piece_dots(a.k3, lane + 3u * LANES));
-    var dots = near + ((piece_dots(a.k4, lane + 4u * LANES) + piece_dots(a.k5, lane + 5u * LANES)) + (piece_dots(a.k6, lane + 6u * LANES) + piece_dots(a.k7, lane + 7u * LANES)));
-    // A head wider than eight pieces an invocation: the rest, in turn.
-    let kb = (a.slot * p.kv_heads * p.d + c * p.d) / 4u;
-    for (var e = lane + 8u * LANES; e < p.d / 4u; e = e + LANES) {
-        dots += q_dots(kc[kb + e], e);
-    }
-    return dots;
-}
-
-fn piece_dots(k: vec4<f32>, e: u32) -> vec4<f32> {
-    if (e < p.d / 4u) {
-        return q_dots(k, e);
-    }
-    return vec4<f32>(0.0);
-}
-
-// The values at `dim` of the first 32 keys of an invocation's group of a tile (keys group,
-// group + groups, …), four a vec4, loaded at once before the tile's scores.
-struct Values {
-    v0: vec4<f32>,
-    v1: vec4<f32>,
-    v2: vec4<f32>,
-    v3: vec4<f32>,
-    v4: vec4<f32>,
-    v5: vec4<f32>,
-    v6: vec4<f32>,
-    v7: vec4<f32>,
-}
-
-// Key k's value at `dim` (0 past `count`), by its slot in s_sh.
-fn value_at(c: u32, dim: u32, k: u32, count: u32) -> f32 {
-    if (k < count) {
-        return value(s_sh[k], c, dim);
-    }
-    return 0.0;
-}
-
-fn values4(c: u32, dim: u32, jj: u32, groups: u32, count: u32) -> vec4<f32> {
-    let v0 = value_at(c, dim, jj, count);
-    let v1 = value_at(c, dim, jj + groups, count);
-    let v2 = value_at(c, dim, jj + 2u * groups, count);
-    let v3 = value_at(c, dim, jj + 3u * groups, count);
-    return vec4<f32>(v0, v1, v2, v3);
-}
-
-// w_sh of key k, 0 past `count`.
-fn w_at(k: u32, count: u32) -> vec4<f32> {
-    if (k < count) {
-        return w_sh[k];
-    }
-    return vec4<f32>(0.0);
-}
-
-// Keys jj, jj + groups, jj + 2 groups and jj + 3 groups (`values4`'s `v`), weighed.
-fn fold4(v: vec4<f32>, jj: u32, groups: u32, count: u32) -> vec4<f32> {
-    let a = w_at(jj, count) * v.x + w_at(jj + groups, count) * v.y;
-    return a + (w_at(jj + 2u * groups, count) * v.z + w_at(jj + 3u * groups, count) * v.w);
-}
-
-// Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`),
-// whose keys `key_ahead` loaded as `a` and whose slots are in s_sh, into `run`: its values
-// loaded first, then LANES invocations score each key, then the value sum is cut into
-// dims × groups.
-fn tile(lid: u32, c: u32, t0: u32, end: u32, run: Run, a: Key) -> Run {
-    let key = lid / LANES;
-    let lane = lid % LANES;
-    let valid = t0 + key < end;
-    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
-    let d = p.d;
-    let groups = WG / d;
-    let group = lid / d;
-    let dim = lid % d;
-    let count = min(TILE, end - t0);
-    var vs: Values;
-    if (group < groups) {
-        vs.v0 = values4(c, dim, group, groups, count);
-        vs.v1 = values4(c, dim, group + 4u * groups, groups, count);
-        vs.v2 = values4(c, dim, group + 8u * groups, groups, count);
-        vs.v3 = values4(c, dim, group + 12u * groups, groups, count);
-        vs.v4 = values4(c, dim, group + 16u * groups, groups, count);
-        vs.v5 = values4(c, dim, group + 20u * groups, groups, count);
-        vs.v6 = values4(c, dim, group + 24u * groups, groups, count);
-        vs.v7 = values4(c, dim, group + 28u * groups, groups, count);
-    }
+    let i = t0 + key;
+    let valid = i < end;
+    var slot = 0u;
     var dots = vec4<f32>(0.0);
     if (valid) {
-        dots = key_ahead_dots(a, c, lane);
+        let j = walk_at(sn, i);
+        slot = slot_of(j);
+        if (has(FUSED) && j == pos) {
+            slot = OWN;
+        }
+        dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
     let top = max(run.m, seg_max4(s, lid, WG));
@@ -369,18 +238,28 @@ fn tile(lid: u32, c: u32, t0: u32, end: u32, run: Run, a: Key) -> Run {
     }
     if (lane == 0u) {
         w_sh[key] = e;
+        s_sh[key] = slot;
     }
     // Each key counted once in the sum: by its first lane.
     let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
     var acc = run.acc * fix;
+    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
+    let d = p.d;
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
     if (group < groups) {
-        let lo = (fold4(vs.v0, group, groups, count) + fold4(vs.v1, group + 4u * groups, groups, count))
-            + (fold4(vs.v2, group + 8u * groups, groups, count) + fold4(vs.v3, group + 12u * groups, groups, count));
-        let hi = (fold4(vs.v4, group + 16u * groups, groups, count) + fold4(vs.v5, group + 20u * groups, groups, count))
-            + (fold4(vs.v6, group + 24u * groups, groups, count) + fold4(vs.v7, group + 28u * groups, groups, count));
-        acc += lo + hi;
-        // A group's keys past its first 32 (heads wider than 128 dims), in turn.
-        for (var jj = group + 32u * groups; jj < count; jj = jj + groups) {
+        // Four keys' values loaded before any is used (as in key_dots).
+        let count = min(TILE, end - t0);
+        var jj = group;
+        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        }
+        for (; jj < count; jj = jj + groups) {
             acc += w_sh[jj] * value(s_sh[jj], c, dim);
         }
     }
@@ -400,10 +279,6 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     if (has(DIRECT) && lid < d) {
         g = gates(r, c, p.kv_heads, d, lid);
     }
-    let sn = seen(pos);
-    let start = min(ch * p.per, sn.n);
-    let end = min(start + p.per, sn.n);
-    var a = key_ahead(lid, c, pos, sn, start, end);
     if (has(FUSED)) {
         prepare(lid, ch, c, r);
     } else {
@@ -413,13 +288,12 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
         }
     }
     workgroupBarrier();
+    let sn = seen(pos);
+    let start = min(ch * p.per, sn.n);
+    let end = min(start + p.per, sn.n);
     var run = Run(vec4<f32>(NONE), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = start; t0 < end; t0 = t0 + TILE) {
-        if (t0 != start) {
-            a = key_ahead(lid, c, pos, sn, t0, end);
-            workgroupBarrier();
-        }
-        run = tile(lid, c, t0, end, run, a);
+        run = tile(lid, c, pos, sn, t0, end, run);
     }
     let acc = join_groups(run.acc, lid, d);
     if (lid >= d) {
