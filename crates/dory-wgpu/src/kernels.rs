@@ -318,7 +318,7 @@ impl Options {
     /// forms), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
-    /// DORY_WGPU_ATTEND_LANES=4|8|16 (invocations per key in attend.wgsl),
+    /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -414,7 +414,7 @@ impl Options {
         if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
             self.block_groups = (groups as usize).max(1);
         }
-        if let Some(&[lanes @ (4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
+        if let Some(&[lanes @ (2 | 4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             self.attend_lanes = lanes;
         }
     }
