@@ -57,6 +57,11 @@ var<workgroup> w_sh: array<vec4<f32>, TILE>;  // a tile's weights, one vec4 (4 h
 var<workgroup> s_sh: array<u32, TILE>;        // a tile's slots
 var<workgroup> own_k: array<vec4<f32>, 64>;    // fused: the row's own key [d/4]
 var<workgroup> own_v: array<f32, 256>;         // fused: and value [d]
+// A tile's scores are first reduced in runs of SEG invocations (a subgroup of 32 on most
+// GPUs: no barrier), whose maxima and sums meet in top_sh and l_sh.
+const SEG: u32 = 32u;
+var<workgroup> top_sh: array<vec4<f32>, 8>;
+var<workgroup> l_sh: array<vec4<f32>, 8>;
 // A slot that no cache has: the row's own key and value, from workgroup memory.
 const OWN: u32 = 0xffffffffu;
 
@@ -83,9 +88,8 @@ fn load_head(lane: u32, r: u32, src: u32) -> array<vec2<f32>, 2> {
     return y;
 }
 
-// N(y) of a head from load_head, times `scale` (q_scale's pairs, loaded with it; ones for
-// the key). Every invocation of the workgroup must call it (it reduces).
-fn norm_head(lid: u32, y: array<vec2<f32>, 2>, scale: array<vec2<f32>, 2>) -> array<vec2<f32>, 2> {
+// Σ y² of this invocation's pairs of a head from load_head.
+fn head_sq(lid: u32, y: array<vec2<f32>, 2>) -> f32 {
     let lane = lid % 64u;
     var sq = 0.0;
     for (var t = 0u; t < 2u; t = t + 1u) {
@@ -93,7 +97,11 @@ fn norm_head(lid: u32, y: array<vec2<f32>, 2>, scale: array<vec2<f32>, 2>) -> ar
             sq += dot(y[t], y[t]);
         }
     }
-    let inv = 1.0 / sqrt(seg_sum(sq, lid, 64u) + p.eps);
+    return sq;
+}
+
+// y · inv ⊙ scale, pair by pair.
+fn scaled(y: array<vec2<f32>, 2>, inv: f32, scale: array<vec2<f32>, 2>) -> array<vec2<f32>, 2> {
     return array<vec2<f32>, 2>(y[0] * inv * scale[0], y[1] * inv * scale[1]);
 }
 
@@ -124,9 +132,11 @@ fn prepare(lid: u32, ch: u32, c: u32, r: u32) {
             }
         }
     }
+    // N(·) of the query head and the key, their norms in one reduction.
+    let sq = seg_sum4(vec4<f32>(head_sq(lid, rq), head_sq(lid, rk), 0.0, 0.0), lid, 64u);
     let one = vec2<f32>(1.0);
-    let yq = norm_head(lid, rq, qs4);
-    let yk = norm_head(lid, rk, array<vec2<f32>, 2>(one, one));
+    let yq = scaled(rq, 1.0 / sqrt(sq.x + p.eps), qs4);
+    let yk = scaled(rk, 1.0 / sqrt(sq.y + p.eps), array<vec2<f32>, 2>(one, one));
     let write_kv = ch + 1u == p.chunks;
     let keep = ch == 0u && p.sample != 0u && pos % p.sample == 0u;
     let slot = slot_of(pos);
@@ -230,7 +240,27 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
         dots = key_dots(slot, c, lane);
     }
     let s = select(vec4<f32>(NONE), seg_sum4(dots, lid, LANES) * p.scale, valid);
-    let top = max(run.m, seg_max4(s, lid, WG));
+    // The tile's maximum and sum from each run of SEG invocations' own (each key counted
+    // once: by its first lane), which meet at one barrier.
+    let seg_top = seg_max4(s, lid, SEG);
+    let own = select(vec4<f32>(0.0), exp(s - seg_top), valid && lane == 0u);
+    let seg_l = seg_sum4(own, lid, SEG);
+    if (lid % SEG == 0u) {
+        top_sh[lid / SEG] = seg_top;
+        l_sh[lid / SEG] = seg_l;
+    }
+    if (lane == 0u) {
+        s_sh[key] = slot;
+    }
+    workgroupBarrier();
+    var top = run.m;
+    for (var g = 0u; g < WG / SEG; g = g + 1u) {
+        top = max(top, top_sh[g]);
+    }
+    var l = run.l * exp(run.m - top);
+    for (var g = 0u; g < WG / SEG; g = g + 1u) {
+        l += l_sh[g] * exp(top_sh[g] - top);
+    }
     let fix = exp(run.m - top);
     var e = vec4<f32>(0.0);
     if (valid) {
@@ -238,10 +268,8 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     }
     if (lane == 0u) {
         w_sh[key] = e;
-        s_sh[key] = slot;
     }
-    // Each key counted once in the sum: by its first lane.
-    let l = run.l * fix + seg_sum4(select(vec4<f32>(0.0), e, lane == 0u), lid, WG);
+    workgroupBarrier();
     var acc = run.acc * fix;
     // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
     let d = p.d;
