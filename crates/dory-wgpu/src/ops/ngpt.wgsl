@@ -28,8 +28,9 @@ fn residual_norms(base: u32, n: u32, lid: u32, eps: f32) -> vec3<f32> {
         sq += vec4<f32>(dot(a, a), dot(b, b), dot(u, u), dot(v, v));
         cross += dot(u, v);
     }
-    let s = seg_sum4(sq, lid, 256u);
-    let c = seg_sum(cross, lid, 256u);
+    let sums = seg_sum_pair(sq, vec4<f32>(cross, 0.0, 0.0, 0.0), lid, 256u);
+    let s = sums.a;
+    let c = sums.b.x;
     let ih = 1.0 / sqrt(s.x + eps);
     let io = 1.0 / sqrt(s.y + eps);
     let yy = s.z * ih * ih + 2.0 * c * ih * io + s.w * io * io;

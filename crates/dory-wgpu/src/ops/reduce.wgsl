@@ -17,6 +17,12 @@ fn seg_max(x: f32, lid: u32, seg: u32) -> f32 {
     return seg_reduce4(vec4<f32>(x, 0.0, 0.0, 0.0), lid, seg, true).x;
 }
 
+// Two sums of a run at once (`seg_sum_pair`, in either file).
+struct Pair {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
 fn sigmoid(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }

@@ -19,3 +19,8 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     workgroupBarrier();
     return v;
 }
+
+fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32) -> Pair {
+    let u = seg_reduce4(x, lid, seg, false);
+    return Pair(u, seg_reduce4(y, lid, seg, false));
+}

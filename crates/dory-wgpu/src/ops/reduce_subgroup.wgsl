@@ -35,3 +35,38 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     workgroupBarrier();
     return v;
 }
+
+// Two sums at once (reduce.wgsl's `Pair`): the subgroups' partials of both meet at the
+// same barrier, y's in red_part's upper half (runs of 32 partials at most: subgroups of 8
+// or more; smaller ones take the two sums in turn).
+fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32) -> Pair {
+    let sg = subgroupAdd(1u);
+    if (sg < 8u && sg < seg) {
+        let u = seg_reduce4(x, lid, seg, false);
+        return Pair(u, seg_reduce4(y, lid, seg, false));
+    }
+    let w = min(sg, seg);
+    var u = x;
+    var v = y;
+    for (var o = w / 2u; o > 0u; o = o / 2u) {
+        u += subgroupShuffleXor(u, o);
+        v += subgroupShuffleXor(v, o);
+    }
+    if (sg >= seg) {
+        return Pair(u, v);
+    }
+    if (lid % sg == 0u) {
+        red_part[lid / sg] = u;
+        red_part[32u + lid / sg] = v;
+    }
+    workgroupBarrier();
+    let first = (lid / seg) * (seg / sg);
+    u = red_part[first];
+    v = red_part[32u + first];
+    for (var i = 1u; i < seg / sg; i = i + 1u) {
+        u += red_part[first + i];
+        v += red_part[32u + first + i];
+    }
+    workgroupBarrier();
+    return Pair(u, v);
+}
