@@ -257,11 +257,11 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     for (var g = 0u; g < WG / SEG; g = g + 1u) {
         top = max(top, top_sh[g]);
     }
-    var l = run.l * exp(run.m - top);
+    let fix = exp(run.m - top);
+    var l = run.l * fix;
     for (var g = 0u; g < WG / SEG; g = g + 1u) {
         l += l_sh[g] * exp(top_sh[g] - top);
     }
-    let fix = exp(run.m - top);
     var e = vec4<f32>(0.0);
     if (valid) {
         e = exp(s - top);
