@@ -138,6 +138,15 @@ impl Wgpu {
         h.twin.clone()
     }
 
+    /// Records an op that reads h and writes the new hidden state to h's twin (`record`,
+    /// given the recorder, h and the twin), then trades h with its twin.
+    fn through_twin(&mut self, h: &mut GpuBuf, record: impl FnOnce(&mut Recorder, &Arc<Store>, &Arc<Store>)) {
+        let Some(twin) = self.twin(h) else { return };
+        self.rec.begin_op();
+        record(&mut self.rec, &h.store, &twin);
+        h.twin = Some(std::mem::replace(&mut h.store, twin));
+    }
+
     /// The step's RoPE table in this submission's uploads, once for all layers.
     fn upload_rope(&mut self, table: &[f32]) -> u32 {
         if let Some((at, len)) = self.rope {
@@ -419,11 +428,11 @@ impl Backend for Wgpu {
             self.residual(layer, part, h, o, rows);
             return self.project(out, mat, h, rows);
         }
-        let Some(twin) = self.twin(h) else { return };
-        let input = Input::Residual { o: &o.store, alpha, h_next: &twin, eps: model.config.eps };
-        self.rec.begin_op();
-        matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
-        h.twin = Some(std::mem::replace(&mut h.store, twin));
+        let eps = model.config.eps;
+        self.through_twin(h, |rec, h, twin| {
+            let input = Input::Residual { o: &o.store, alpha, h_next: twin, eps };
+            matmul::record(rec, w, h, 0, &out.store, rows, input);
+        });
     }
 
     fn residual_mix_project(
@@ -442,13 +451,12 @@ impl Backend for Wgpu {
             self.residual_mix(closing, h, o, edge, rows);
             return self.project(out, mat, h, rows);
         }
-        let Some(twin) = self.twin(h) else { return };
         let (edge_x, s) = (&edge.x.store, &edge.s.store);
         let (alpha, eps) = (model.layers[closing.0].alpha(closing.1), model.config.eps);
-        let input = Input::Edge { o: &o.store, alpha, h_next: &twin, eps, edge_x, s };
-        self.rec.begin_op();
-        matmul::record(&mut self.rec, w, &h.store, 0, &out.store, rows, input);
-        h.twin = Some(std::mem::replace(&mut h.store, twin));
+        self.through_twin(h, |rec, h, twin| {
+            let input = Input::Edge { o: &o.store, alpha, h_next: twin, eps, edge_x, s };
+            matmul::record(rec, w, h, 0, &out.store, rows, input);
+        });
     }
 
     fn attend(
@@ -551,12 +559,11 @@ impl Backend for Wgpu {
         let (rec, w) = (&self.rec, &l.gate_up);
         if matmul::glu_fuses(rec, w, rows, true) {
             // The residual, gate|up and SwiGLU in one dispatch.
-            let Some(twin) = self.twin(h) else { return };
-            let input =
-                Input::Residual { o: &o.store, alpha: l.alpha(Part::Attn), h_next: &twin, eps: model.config.eps };
-            self.rec.begin_op();
-            matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, input);
-            h.twin = Some(std::mem::replace(&mut h.store, twin));
+            let (alpha, eps) = (l.alpha(Part::Attn), model.config.eps);
+            self.through_twin(h, |rec, h, twin| {
+                let input = Input::Residual { o: &o.store, alpha, h_next: twin, eps };
+                matmul::glu(rec, w, h, &m.store, &l.mlp_scales, input);
+            });
         } else if matmul::glu_fuses(rec, w, rows, false) && !matmul::residual_fuses(rec, w, rows) {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
