@@ -144,7 +144,7 @@ pub const MODULES: &[Module] = &[
     ),
     module("combine", include_str!("ops/combine.wgsl"), attend::CombineParams::FIELDS, &[Lib::Attention, Lib::Chunks]),
     module("exit", include_str!("ops/exit.wgsl"), exit::Params::FIELDS, &[]),
-    module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention]),
+    module("o1", include_str!("ops/o1.wgsl"), o1::Params::FIELDS, &[Lib::Attention, Lib::Chunks]),
 ];
 
 /// The text of `module` over the reduction library `reduce`.
@@ -257,6 +257,9 @@ pub struct Options {
     /// A decoded row's embedding and the loop's entry in one dispatch (`embed.wgsl`'s
     /// enter), after the greedy token's choice.
     pub fuse_enter: bool,
+    /// Bands of 8 rows of W (4 of gate|up's pairs in rows) a workgroup of `gemv.wgsl`
+    /// takes, forming x once for all of them.
+    pub gemv_bands: usize,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -315,7 +318,7 @@ impl Options {
     /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none),
     /// DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_RESIDUAL_K=N (the widest row whose residual the next projection
-    /// forms), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// forms), DORY_WGPU_GEMV_BANDS=N (bands of W a workgroup of gemv.wgsl takes), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
@@ -347,6 +350,7 @@ impl Options {
             fuse_edge: true,
             fuse_enter: true,
             fuse_split: true,
+            gemv_bands: 1,
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
@@ -438,6 +442,9 @@ impl Options {
         // 16 KiB every adapter gives.
         if let Some(&[k]) = numbers("DORY_WGPU_RESIDUAL_K").as_deref() {
             self.residual_max_k = (k as usize).clamp(4, 2048).next_multiple_of(4);
+        }
+        if let Some(&[bands]) = numbers("DORY_WGPU_GEMV_BANDS").as_deref() {
+            self.gemv_bands = (bands as usize).clamp(1, 64);
         }
     }
 

@@ -6,7 +6,8 @@
 //
 // `push` absorbs the position leaving the window into every (query head, landmark)'s far
 // statistics, rescaling to the new maximum as an online softmax does; `combine_sealed`
-// joins attend.wgsl's chunks over the near set with the far part.
+// joins attend.wgsl's chunks over the near set (as combine.wgsl, through chunks.wgsl) with
+// the far part.
 
 // The parameters `p`: o1.rs's `Params` (kernels.rs declares their `struct P`).
 
@@ -152,8 +153,20 @@ fn far_part(lid: u32, a: u32, top: f32) -> vec2<f32> {
     return vec2<f32>(cexp, max(mass, 0.0));
 }
 
+// chunks.wgsl's hook.
+fn join_part(at: u32) -> vec4<f32> {
+    return part[at];
+}
+
+// Per group of d invocations: its run's near maximum and sum (query head h's).
+var<workgroup> run_sh: array<vec2<f32>, 256>;
+
 // One workgroup per query head (one row: a sealed layer decodes row by row): the near
-// set's chunks, which attend.wgsl left in `part`, joined with the far part, into z.
+// set's chunks, which attend.wgsl left in `part`, joined with the far part, into z. Each
+// group of d invocations folds every groups-th chunk's maximum, sum and value sums in one
+// walk (chunks.wgsl's online softmax, for the KV head's four query heads, of which this
+// workgroup keeps head h's), so that no load waits on a reduction; the far part needs only
+// the near maximum, and the groups' runs are rescaled to the joint one after it.
 @compute @workgroup_size(256)
 fn combine_sealed(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let a = wid.x;
@@ -162,33 +175,38 @@ fn combine_sealed(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
     let d = p.d;
     let m = p.m;
     let at = offsets();
-    let first = c * p.chunks;
-    var top = -3.0e38;
-    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
-        top = max(top, part[(first + ch) * (2u + d)][h]);
+    let groups = WG / d;
+    let g = lid / d;
+    let dim = lid % d;
+    var run = Joined(vec4<f32>(-3.0e38), vec4<f32>(0.0), vec4<f32>(0.0));
+    if (g < groups) {
+        let first = c * p.chunks * (2u + d);
+        for (var ch = g; ch < p.chunks; ch = ch + 4u * groups) {
+            run = join_four(run, first, ch, groups, p.chunks, d, dim);
+        }
+        if (dim == 0u) {
+            run_sh[g] = vec2<f32>(run.top[h], run.sum[h]);
+        }
     }
-    top = seg_max(top, lid, WG);
+    workgroupBarrier();
+    var top = -3.0e38;
+    for (var i = 0u; i < groups; i = i + 1u) {
+        top = max(top, run_sh[i].x);
+    }
     var cf = vec2<f32>(top, 0.0);
     if (p.far != 0u) {
         cf = far_part(lid, a, top);
     }
     let cexp = cf.x;
     var near = 0.0;
-    for (var ch = lid; ch < p.chunks; ch = ch + WG) {
-        let o = (first + ch) * (2u + d);
-        near += part[o + 1u][h] * exp(part[o][h] - cexp);
+    for (var i = 0u; i < groups; i = i + 1u) {
+        near += run_sh[i].y * exp(run_sh[i].x - cexp);
     }
-    let inv = 1.0 / max(cf.y + seg_sum(near, lid, WG), 1.0e-30);
-    // Dim lid % d of the value sums, over the chunks and landmarks ≡ lid / d (mod groups).
-    let groups = WG / d;
-    let g = lid / d;
-    let dim = lid % d;
+    let inv = 1.0 / max(cf.y + near, 1.0e-30);
+    // Dim `dim` of the value sums: the group's chunks, and its landmarks ≡ g (mod groups).
     var acc = 0.0;
     if (g < groups) {
-        for (var ch = g; ch < p.chunks; ch = ch + groups) {
-            let o = (first + ch) * (2u + d);
-            acc += part[o + 2u + dim][h] * exp(part[o][h] - cexp);
-        }
+        acc = run.acc[h] * exp(run.top[h] - cexp);
         if (p.far != 0u) {
             for (var b = g; b < m; b = b + groups) {
                 acc += w_sh[b] * lm[at.far_values + (a * m + b) * d + dim];

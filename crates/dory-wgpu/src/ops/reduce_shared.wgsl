@@ -20,7 +20,8 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
     return v;
 }
 
-fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32) -> Pair {
+// Always fenced: `fenced` spares a barrier only where subgroups reduce.
+fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32, fenced: bool) -> Pair {
     let u = seg_reduce4(x, lid, seg, false);
     return Pair(u, seg_reduce4(y, lid, seg, false));
 }

@@ -38,8 +38,9 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
 
 // Two sums at once (reduce.wgsl's `Pair`): the subgroups' partials of both meet at the
 // same barrier, y's in red_part's upper half (runs of 32 partials at most: subgroups of 8
-// or more; smaller ones take the two sums in turn).
-fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32) -> Pair {
+// or more; smaller ones take the two sums in turn). Unless `fenced`, the barrier that
+// keeps red_part from the next reduction's writes is left to the caller.
+fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32, fenced: bool) -> Pair {
     let sg = subgroupAdd(1u);
     if (sg < 8u && sg < seg) {
         let u = seg_reduce4(x, lid, seg, false);
@@ -67,6 +68,8 @@ fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32) -> Pair {
         u += red_part[first + i];
         v += red_part[32u + first + i];
     }
-    workgroupBarrier();
+    if (fenced) {
+        workgroupBarrier();
+    }
     return Pair(u, v);
 }

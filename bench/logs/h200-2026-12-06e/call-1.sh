@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# 2026-12-06, thirteenth session, call 1: the pass's close from the residual's one
+# reduction (gemv.wgsl's edge_prologue), the residual's reduction unfenced in a projection's
+# prologue, combine_sealed in one walk, and gemv.wgsl's bands several to a workgroup
+# (DORY_WGPU_GEMV_BANDS, default 1), this binary against the last stop (1e0b3f8). The GPU
+# tests, then decode interleaved, two rounds: the larger config at depth 0 and dory-tiny
+# (exact, all passes) under base, new, new with 2 and 4 bands a workgroup; then one profile
+# each of the larger config's decode (new at 1 and 2 bands, base). Built with
+# `bench/wgpu_h200.sh build 1e0b3f8`; carry .gl and .wgpu-carry.
+cd "$(dirname "$0")/../../.."  # the repository root
+o=$OUT
+mkdir -p $o/a
+source bench/device_setup.sh
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $o/a/gpu-tests.log
+grep -E "test result|panicked|FAILED" $o/a/gpu-tests.log | head -20
+large=/tmp/wgpu-large
+timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+run() { # label binary model depth attention prompt gen reps (env from the caller)
+    local label=$1 bin=$2 m=$3 depth=$4 att=$5 pr=$6 gen=$7 reps=$8
+    timeout 120 $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit none \
+        --prompt $pr --gen $gen --reps $reps --json 2>&1 | grep -v XDG_RUNTIME | sed "s/^/$label /" \
+        | tee -a $o/a/bench.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    k, _, j = l.partition(' ')
+    try: j = json.loads(j)
+    except ValueError: print(l.rstrip()); continue
+    print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
+}
+for round in 1 2; do
+    for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2" "bands4 .wgpu-carry/dory 4"; do
+        set -- $v
+        export DORY_WGPU_GEMV_BANDS=$3
+        run $1 $2 $large 0 exact 16 64 2
+        run $1 $2 models/dory-tiny 0 exact 512 128 3
+    done
+done
+for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2"; do
+    set -- $v
+    echo "== $1" >> $o/a/profile.txt
+    DORY_WGPU_GEMV_BANDS=$3 DORY_WGPU_PROFILE=1 timeout 120 $2 bench --backend wgpu --model $large --depth 0 \
+        --attention exact --exit none --prompt 16 --gen 32 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $o/a/profile.txt
+done
+grep -E "^==|gemv|combine|attend " $o/a/profile.txt
