@@ -258,7 +258,8 @@ pub struct Options {
     /// enter), after the greedy token's choice.
     pub fuse_enter: bool,
     /// Bands of 8 rows of W (4 of gate|up's pairs in rows) a workgroup of `gemv.wgsl`
-    /// takes, forming x once for all of them.
+    /// takes where it forms x from the residual, forming it once for all of them (where
+    /// the bands are many: matmul.rs's `band_groups`).
     pub gemv_bands: usize,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
@@ -638,14 +639,15 @@ fn plan_formed(b: &mut Planner, options: Options) -> Formed {
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
+    let bands = options.gemv_bands as f64;
     let gemv_residual = per_dtype(q8, |dt| {
-        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
+        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("BANDS", bands)];
         [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
     });
     let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
     let gemv_edge = options.fuse_edge.then(|| {
         per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0)];
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0), ("BANDS", bands)];
             b.add_as("gemv", "gemv", "gemv_edge", &c)
         })
     });

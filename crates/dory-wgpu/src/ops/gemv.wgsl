@@ -28,6 +28,9 @@ override COMBINE: u32 = 0u;
 // token's (`xt`), which the projection reads. Workgroup 0 writes the new h to h_next and s
 // to `s_out`.
 override EDGE: u32 = 0u;
+// Bands of W a workgroup takes at most (matmul.rs's `band_groups`), forming x once for all
+// of them: bands wid, wid + groups, … of a launch of `groups` workgroups.
+override BANDS: u32 = 1u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
@@ -288,13 +291,16 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
     return sums * select(1.0, res.z, RES == 1u) * p.unshift;
 }
 
-// Bands of 8 rows of W against the rows of x, written out (times the column's scale when
-// `scaled`): bands wid, wid + groups, …, so that a workgroup forms x once for all of its
-// bands (matmul.rs's `bands` a workgroup); every invocation of the workgroup must call it.
+// The workgroup's bands of 8 rows of W (BANDS) against the rows of x, written out (times
+// the column's scale when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, groups: u32, scaled: bool) {
     let bands = (p.rows_w + 7u) / 8u;
-    for (var b = wid; b < bands; b = b + groups) {
-        let pro = b == wid;
+    for (var i = 0u; i < BANDS; i = i + 1u) {
+        let b = wid + i * groups;
+        if (b >= bands) {
+            break;
+        }
+        let pro = i == 0u;
         var row: Row;
         var writes: bool;
         if (p.tiled != 0u) {
@@ -345,8 +351,8 @@ var<workgroup> glu_sh: array<f32, 8>;
 // scale = [gate_scale | up_scale]. Band b's runs 0–3 take gate rows 4b … 4b + 3 and runs
 // 4–7 the same rows of up (in tiles: gate rows 8b … 8b + 7 and the same of up, F a
 // multiple of 8), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
-// sums meet, and the down projection reads x as it is. The workgroup takes bands wid, wid
-// + groups, … (as gemv_out).
+// sums meet, and the down projection reads x as it is. The workgroup takes BANDS bands at
+// most.
 @compute @workgroup_size(256)
 fn gemv_glu(
     @builtin(local_invocation_index) lid: u32,
@@ -358,8 +364,12 @@ fn gemv_glu(
     let up = t >= 4u;
     let rows = select(4u, 8u, p.tiled != 0u);
     let bands = (f + rows - 1u) / rows;
-    for (var b = wid.x; b < bands; b = b + groups.x) {
-        let pro = b == wid.x;
+    for (var n = 0u; n < BANDS; n = n + 1u) {
+        let b = wid.x + n * groups.x;
+        if (b >= bands) {
+            break;
+        }
+        let pro = n == 0u;
         let at = b * rows + lid;
         if (p.tiled != 0u) {
             // Every invocation reaches the barrier: the runs of the gate band and of the up

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# 2026-12-06, thirteenth session, call 2: call 1's binary with gemv.wgsl's bands a
+# workgroup as an override (BANDS), taken only by the projections that form x from the
+# residual (and the pass's close) where their bands are 512 or more (the larger config's
+# q|k|v|gate and gate|up), against the last stop (1e0b3f8). The GPU tests; decode
+# interleaved, two rounds: the larger config at depth 0 and dory-tiny (exact, all passes)
+# under base, new (BANDS 1) and new with DORY_WGPU_GEMV_BANDS=2; the larger config at depth
+# 4096 (exact) and 32768 (O(1)), base and new; one profile each of the larger config's
+# decode (base, new, new at 2 bands). Built with `bench/wgpu_h200.sh build 1e0b3f8`; carry
+# .gl and .wgpu-carry.
+cd "$(dirname "$0")/../../.."  # the repository root
+o=$OUT
+mkdir -p $o/a
+source bench/device_setup.sh
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $o/a/gpu-tests.log
+grep -E "test result|panicked|FAILED" $o/a/gpu-tests.log | head -20
+large=/tmp/wgpu-large
+timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+run() { # label binary model depth attention prompt gen reps (env from the caller)
+    local label=$1 bin=$2 m=$3 depth=$4 att=$5 pr=$6 gen=$7 reps=$8
+    timeout 120 $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit none \
+        --prompt $pr --gen $gen --reps $reps --json 2>&1 | grep -v XDG_RUNTIME | sed "s/^/$label /" \
+        | tee -a $o/a/bench.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    k, _, j = l.partition(' ')
+    try: j = json.loads(j)
+    except ValueError: print(l.rstrip()); continue
+    print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
+}
+for round in 1 2; do
+    for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2"; do
+        set -- $v
+        export DORY_WGPU_GEMV_BANDS=$3
+        run $1 $2 $large 0 exact 16 64 2
+        run $1 $2 models/dory-tiny 0 exact 512 128 3
+    done
+done
+export DORY_WGPU_GEMV_BANDS=1
+for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
+    set -- $v
+    run $1 $2 $large 4096 exact 16 64 1
+    run $1 $2 $large 32768 o1 16 64 1
+done
+for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2"; do
+    set -- $v
+    echo "== $1" >> $o/a/profile.txt
+    DORY_WGPU_GEMV_BANDS=$3 DORY_WGPU_PROFILE=1 timeout 120 $2 bench --backend wgpu --model $large --depth 0 \
+        --attention exact --exit none --prompt 16 --gen 32 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $o/a/profile.txt
+done
+grep -E "^==|gemv|combine|attend " $o/a/profile.txt
