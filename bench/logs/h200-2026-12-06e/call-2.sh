@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# 2026-12-06, thirteenth session, call 2: call 1's binary with gemv.wgsl's bands a
-# workgroup as an override (BANDS), taken only by the projections that form x from the
-# residual (and the pass's close) where their bands are 512 or more (the larger config's
-# q|k|v|gate and gate|up), against the last stop (1e0b3f8). The GPU tests; decode
-# interleaved, two rounds: the larger config at depth 0 and dory-tiny (exact, all passes)
-# under base, new (BANDS 1) and new with DORY_WGPU_GEMV_BANDS=2; the larger config at depth
-# 4096 (exact) and 32768 (O(1)), base and new; one profile each of the larger config's
-# decode (base, new, new at 2 bands). Built with `bench/wgpu_h200.sh build 1e0b3f8`; carry
-# .gl and .wgpu-carry.
+# 2026-12-06, thirteenth session, call 2: call 1's changes without gemv.wgsl's bands (taken
+# out after call 1): the pass's close from the residual's one reduction, that reduction
+# unfenced in a projection's prologue, combine_sealed in one walk; against the last stop
+# (1e0b3f8). The GPU tests; decode interleaved, two rounds: the larger config at depth 0
+# and dory-tiny (exact, all passes); the larger config at depth 4096 (exact) and 32768
+# (O(1)); one profile each of the larger config's decode. Built with `bench/wgpu_h200.sh
+# build 1e0b3f8`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
@@ -29,23 +27,21 @@ for l in sys.stdin:
     print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
 }
 for round in 1 2; do
-    for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2"; do
+    for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
         set -- $v
-        export DORY_WGPU_GEMV_BANDS=$3
         run $1 $2 $large 0 exact 16 64 2
         run $1 $2 models/dory-tiny 0 exact 512 128 3
     done
 done
-export DORY_WGPU_GEMV_BANDS=1
 for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
     set -- $v
     run $1 $2 $large 4096 exact 16 64 1
     run $1 $2 $large 32768 o1 16 64 1
 done
-for v in "base .wgpu-carry/dory-1e0b3f8 1" "new .wgpu-carry/dory 1" "bands2 .wgpu-carry/dory 2"; do
+for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
     set -- $v
     echo "== $1" >> $o/a/profile.txt
-    DORY_WGPU_GEMV_BANDS=$3 DORY_WGPU_PROFILE=1 timeout 120 $2 bench --backend wgpu --model $large --depth 0 \
+    DORY_WGPU_PROFILE=1 timeout 120 $2 bench --backend wgpu --model $large --depth 0 \
         --attention exact --exit none --prompt 16 --gen 32 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $o/a/profile.txt
 done
 grep -E "^==|gemv|combine|attend " $o/a/profile.txt

@@ -38,8 +38,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // residual fused into it, a decoded row's embedding and the loop's entry apart,
             // bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
-            // residual's dispatch; exit rules tested where the defaults do not; and a
-            // one-row projection's bands two to a workgroup.
+            // residual's dispatch; and exit rules tested where the defaults do not.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
@@ -55,7 +54,6 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 fuse_split,
                 exit_on_device,
                 q8: true,
-                gemv_bands: 2,
                 ..o
             };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
@@ -70,10 +68,8 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // defaults leave apart.
             let fuse_edge = true;
             // And a decoded row's chunks of several tiles of keys, which the defaults cut
-            // from contexts of a few thousand keys only, and three bands of a one-row
-            // projection to a workgroup.
+            // from contexts of a few thousand keys only.
             let attend_per = 256;
-            let gemv_bands = 3;
             let other = Options {
                 tiles: !o.tiles,
                 attend_coop,
@@ -81,7 +77,6 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 residual_max_k: 1024,
                 fuse_edge,
                 attend_per,
-                gemv_bands,
                 ..o
             };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
