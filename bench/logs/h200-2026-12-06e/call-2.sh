@@ -4,8 +4,9 @@
 # unfenced in a projection's prologue, combine_sealed in one walk; against the last stop
 # (1e0b3f8). The GPU tests; decode interleaved, two rounds: the larger config at depth 0
 # and dory-tiny (exact, all passes); the larger config at depth 4096 (exact) and 32768
-# (O(1)); one profile each of the larger config's decode. Built with `bench/wgpu_h200.sh
-# build 1e0b3f8`; carry .gl and .wgpu-carry.
+# (O(1)); one profile each of the larger config's decode (the most wanted first, in case
+# the device time runs out). Built with `bench/wgpu_h200.sh build 1e0b3f8`; carry .gl and
+# .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
@@ -26,17 +27,22 @@ for l in sys.stdin:
     except ValueError: print(l.rstrip()); continue
     print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
 }
-for round in 1 2; do
+ab() { # one round at depth 0
     for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
         set -- $v
         run $1 $2 $large 0 exact 16 64 2
         run $1 $2 models/dory-tiny 0 exact 512 128 3
     done
+}
+ab
+for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
+    set -- $v
+    run $1 $2 $large 32768 o1 16 64 1
 done
+ab
 for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
     set -- $v
     run $1 $2 $large 4096 exact 16 64 1
-    run $1 $2 $large 32768 o1 16 64 1
 done
 for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
     set -- $v
