@@ -2,8 +2,8 @@
 // projections' prologues (gemv.wgsl, gemv1.wgsl): y = N(h) + alpha ⊙ (N(o) − N(h)), read
 // through the including module's res_h(base, e), res_o(base, e) and res_x(base, e) (vec4 e
 // of the row at `base`); `residual_norms` returns (1/‖h‖, 1/‖o‖, 1/‖y‖), the last the final
-// N, which the caller applies where it is cheapest. The module binds `alpha`. Every invocation of the
-// workgroup (256) must call it.
+// N, which the caller applies where it is cheapest. The module binds `alpha`. Every
+// invocation of the workgroup (256) must call it.
 
 // y at one vec4 of the row, from h, o, alpha there and the factors 1/‖h‖, 1/‖o‖.
 fn residual_y(h: vec4<f32>, o: vec4<f32>, a: vec4<f32>, ih: f32, io: f32) -> vec4<f32> {
