@@ -85,25 +85,18 @@ fn res_x(base: u32, e: u32) -> vec4<f32> {
 
 // The residual and the edge after it (EDGE = 1) over the row at `base`: y_sh holds s + x
 // and res.z its 1/‖s + x‖, which the projection reads (and residual_prologue writes, as the
-// new h); workgroup 0 writes s. Both norms come from the residual's one reduction: with h' =
-// y · f.z (f.z = 1/√(‖y‖² + ε)), q = Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε f.z², so s = N(h') =
-// y · c with c = f.z/√(q + ε), ‖s‖² = q/(q + ε), and ‖s + x‖² = ‖s‖² + 2c y·x + Σx², y·x
-// from the sums residual_sums keeps of x.
+// new h); workgroup 0 writes s. Both norms come from the residual's one reduction
+// (ngpt.wgsl's close_factors).
 fn edge_prologue(lid: u32, wid: u32, base: u32, k4: u32) {
-    let sums = residual_sums(base, k4, lid, false);
-    let f = residual_factors(sums, p.eps);
-    let q = 1.0 - p.eps * f.z * f.z;
-    let c = f.z / sqrt(q + p.eps);
-    let yx = sums.b.y * f.x + sums.b.z * f.y;
-    let sx = q / (q + p.eps) + 2.0 * c * yx + sums.b.w;
+    let f = close_factors(residual_sums(base, k4, lid, false), p.eps);
     for (var e = lid; e < k4; e = e + 256u) {
-        let sv = residual_y(res_h(base, e), res_o(base, e), alpha[e], f.x, f.y) * c;
+        let sv = residual_y(res_h(base, e), res_o(base, e), alpha[e], f.x, f.y) * f.z;
         y_sh[e] = sv + xt[base + e];
         if (wid == 0u) {
             s_out[base + e] = sv;
         }
     }
-    res = vec3<f32>(f.xy, 1.0 / sqrt(max(sx, 0.0) + p.eps));
+    res = f.xyw;
 }
 
 // COMBINE = 1: join.wgsl's hooks; qkvg is bound as o, the gates' scale as alpha.

@@ -1,5 +1,6 @@
 // The nGPT residual (ngpt.wgsl) run in place on the hidden state, and its reads:
-// residual.wgsl and mix.wgsl, which bind `h` and `o` under those names.
+// residual.wgsl and mix.wgsl, which bind `h` and `o` under those names (and each its
+// res_x).
 
 // h ← N(y) over the row at `base`; every invocation of the workgroup (256) must call it.
 // Each invocation writes the part of the row it read, and may read it back after.
@@ -16,9 +17,4 @@ fn res_h(base: u32, e: u32) -> vec4<f32> {
 
 fn res_o(base: u32, e: u32) -> vec4<f32> {
     return o[base + e];
-}
-
-// No input joins the residual here.
-fn res_x(base: u32, e: u32) -> vec4<f32> {
-    return vec4<f32>(0.0);
 }

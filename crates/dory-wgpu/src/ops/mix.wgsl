@@ -4,7 +4,8 @@
 //   2 leave:    h ← N(h)                   3 read-out: s ← N(h); h ← s
 //   4 resume:   h ← N(s + x)
 // `residual_mix` first closes the pass with the nGPT residual (residual.wgsl's, ngpt.wgsl):
-// h ← N(N(h) + alpha ⊙ (N(o) − N(h))), then the edge, in one dispatch.
+// h ← N(N(h) + alpha ⊙ (N(o) − N(h))), then the edge, in one dispatch (between passes, in
+// one reduction: ngpt.wgsl's close_factors).
 
 // The parameters `p`: mix.rs's `Params` (kernels.rs declares their `struct P`).
 
@@ -41,10 +42,29 @@ fn mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
     mix_row((wid.x + p.row0) * n, n, lid);
 }
 
+// The token's input, which joins the residual's sums where the edge between passes follows
+// it (ngpt.wgsl's close_factors).
+fn res_x(base: u32, e: u32) -> vec4<f32> {
+    if (p.mode == 1u) {
+        return x[base + e];
+    }
+    return vec4<f32>(0.0);
+}
+
 @compute @workgroup_size(256)
 fn residual_mix(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let n = p.d / 4u;
     let base = (wid.x + p.row0) * n;
+    if (p.mode == 1u) {
+        // Between passes: both norms from the residual's one reduction, one walk after it.
+        let f = close_factors(residual_sums(base, n, lid, false), p.eps);
+        for (var e = lid; e < n; e = e + WG) {
+            let sv = residual_y(h[base + e], o[base + e], alpha[e], f.x, f.y) * f.z;
+            s[base + e] = sv;
+            h[base + e] = (sv + x[base + e]) * f.w;
+        }
+        return;
+    }
     residual_in_place(base, n, lid, p.eps);
     mix_row(base, n, lid);
 }

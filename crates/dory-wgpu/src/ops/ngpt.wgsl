@@ -43,6 +43,21 @@ fn residual_sums(base: u32, n: u32, lid: u32, fenced: bool) -> Pair {
     return seg_sum_pair(sq, more, lid, 256u, fenced);
 }
 
+// The residual that closes a pass and the loop's edge after it (spec §4; mix.wgsl's mode
+// 1): h' = N(y), s ← N(h'), h ← N(s + x), from residual_sums' with x the token's input:
+// (1/‖h‖, 1/‖o‖, c, 1/‖s + x‖), s = y · c. With h' = y · f.z (f.z = 1/√(‖y‖² + ε)), q =
+// Σh'² = ‖y‖²/(‖y‖² + ε) = 1 − ε f.z², so s = N(h') = y · c with c = f.z/√(q + ε), ‖s‖² =
+// q/(q + ε), and ‖s + x‖² = ‖s‖² + 2c y·x + Σx², y·x from the sums kept of x: one
+// reduction for both norms.
+fn close_factors(sums: Pair, eps: f32) -> vec4<f32> {
+    let f = residual_factors(sums, eps);
+    let q = 1.0 - eps * f.z * f.z;
+    let c = f.z / sqrt(q + eps);
+    let yx = sums.b.y * f.x + sums.b.z * f.y;
+    let sx = q / (q + eps) + 2.0 * c * yx + sums.b.w;
+    return vec4<f32>(f.xy, c, 1.0 / sqrt(max(sx, 0.0) + eps));
+}
+
 // (1/‖h‖, 1/‖o‖, 1/‖y‖) from residual_sums'.
 fn residual_factors(sums: Pair, eps: f32) -> vec3<f32> {
     let s = sums.a;
