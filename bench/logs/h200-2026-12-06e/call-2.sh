@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # 2026-12-06, thirteenth session, call 2: call 1's changes without gemv.wgsl's bands (taken
-# out after call 1): the pass's close from the residual's one reduction, that reduction
-# unfenced in a projection's prologue, combine_sealed in one walk; against the last stop
-# (1e0b3f8). The GPU tests; decode interleaved, two rounds: the larger config at depth 0
-# and dory-tiny (exact, all passes); the larger config at depth 4096 (exact) and 32768
-# (O(1)); one profile each of the larger config's decode (the most wanted first, in case
-# the device time runs out). Built with `bench/wgpu_h200.sh build 1e0b3f8`; carry .gl and
-# .wgpu-carry.
+# out after call 1): the pass's close from the residual's one reduction (and residual_mix's,
+# a prompt's), that reduction unfenced in a projection's prologue, combine_sealed in one
+# walk; against the last stop (1e0b3f8). The GPU tests; decode interleaved, two rounds: the
+# larger config at depth 0 and dory-tiny (exact, all passes); the larger config at depth
+# 4096 (exact) and 32768 (O(1)); one profile each of the larger config's decode (the most
+# wanted first, in case the device time runs out). Built with `bench/wgpu_h200.sh build
+# 1e0b3f8`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
