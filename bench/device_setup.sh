@@ -11,3 +11,21 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $icd ] && export VK_DRIVER_FILES=$icd
 export DORY_REPO=$PWD
 dory=.wgpu-carry/dory
+
+# For the call scripts under bench/logs: one `dory bench` of the wgpu backend (no exit
+# rule), its JSON lines appended to $OUT/a/bench.jsonl under `label` and the decode's
+# median, min and max to $OUT/a/summary.txt. Arguments: label binary model depth attention
+# prompt gen reps; DORY_WGPU_* come from the caller's environment.
+bench_tg() {
+    local label=$1 bin=$2 m=$3 depth=$4 att=$5 pr=$6 gen=$7 reps=$8
+    mkdir -p $OUT/a
+    timeout 120 $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit none \
+        --prompt $pr --gen $gen --reps $reps --json 2>&1 | grep -v XDG_RUNTIME | sed "s/^/$label /" \
+        | tee -a $OUT/a/bench.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    k, _, j = l.partition(' ')
+    try: j = json.loads(j)
+    except ValueError: print(l.rstrip()); continue
+    print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" \
+        | tee -a $OUT/a/summary.txt
+}

@@ -16,34 +16,21 @@ CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RU
 grep -E "test result|panicked|FAILED" $o/a/gpu-tests.log | head -20
 large=/tmp/wgpu-large
 timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
-run() { # label binary model depth attention prompt gen reps (env from the caller)
-    local label=$1 bin=$2 m=$3 depth=$4 att=$5 pr=$6 gen=$7 reps=$8
-    timeout 120 $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit none \
-        --prompt $pr --gen $gen --reps $reps --json 2>&1 | grep -v XDG_RUNTIME | sed "s/^/$label /" \
-        | tee -a $o/a/bench.jsonl | python3 -c "import json,sys
-for l in sys.stdin:
-    k, _, j = l.partition(' ')
-    try: j = json.loads(j)
-    except ValueError: print(l.rstrip()); continue
-    print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" | tee -a $o/a/summary.txt
-}
-ab() { # one round at depth 0
+# Both binaries in turn (bench_tg): model depth attention prompt gen reps.
+both() {
+    local v
     for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
-        set -- $v
-        run $1 $2 $large 0 exact 16 64 2
-        run $1 $2 models/dory-tiny 0 exact 512 128 3
+        bench_tg $v "$@"
     done
 }
+ab() { # one round at depth 0
+    both $large 0 exact 16 64 2
+    both models/dory-tiny 0 exact 512 128 3
+}
 ab
-for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
-    set -- $v
-    run $1 $2 $large 32768 o1 16 64 1
-done
+both $large 32768 o1 16 64 1
 ab
-for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
-    set -- $v
-    run $1 $2 $large 4096 exact 16 64 1
-done
+both $large 4096 exact 16 64 1
 for v in "base .wgpu-carry/dory-1e0b3f8" "new .wgpu-carry/dory"; do
     set -- $v
     echo "== $1" >> $o/a/profile.txt
