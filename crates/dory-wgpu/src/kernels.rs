@@ -257,6 +257,9 @@ pub struct Options {
     /// A decoded row's embedding and the loop's entry in one dispatch (`embed.wgsl`'s
     /// enter), after the greedy token's choice.
     pub fuse_enter: bool,
+    /// Bands of W a workgroup of `gemv.wgsl` takes where it forms x from the residual
+    /// (matmul.rs's `band_groups`).
+    pub gemv_bands: Bands,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).
     pub residual_max_k: usize,
@@ -315,7 +318,7 @@ impl Options {
     /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none),
     /// DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_RESIDUAL_K=N (the widest row whose residual the next projection
-    /// forms), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
+    /// forms), DORY_WGPU_GEMV_BANDS=PER[,FROM] (`Bands`), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
@@ -347,6 +350,7 @@ impl Options {
             fuse_edge: true,
             fuse_enter: true,
             fuse_split: true,
+            gemv_bands: Bands { per: 1, from: crate::ops::matmul::MANY_BANDS },
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
@@ -439,6 +443,11 @@ impl Options {
         if let Some(&[k]) = numbers("DORY_WGPU_RESIDUAL_K").as_deref() {
             self.residual_max_k = (k as usize).clamp(4, 2048).next_multiple_of(4);
         }
+        match numbers("DORY_WGPU_GEMV_BANDS").as_deref() {
+            Some(&[per]) => self.gemv_bands.per = (per as usize).clamp(1, 64),
+            Some(&[per, from]) => self.gemv_bands = Bands { per: (per as usize).clamp(1, 64), from: from as usize },
+            _ => {}
+        }
     }
 
     /// Whether attend_coop.wgsl can run under these options on a device with this much
@@ -463,6 +472,16 @@ fn numbers(name: &str) -> Option<Vec<u32>> {
 /// (either block): a 16 × 16 tile of f32 per subgroup.
 pub fn coop_workgroup_bytes((wm, wn): (u32, u32)) -> u32 {
     4 * 256 * wm * wn
+}
+
+/// Bands of 8 rows of W (4 of gate|up's pairs in rows) a workgroup of `gemv.wgsl` takes
+/// where it forms x from the residual, so that it forms x once for all of them (the
+/// prologue's loads and reductions repeat per workgroup): `per` to a workgroup where a
+/// projection has at least `from` bands (fewer would leave SMs idle), else one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bands {
+    pub per: usize,
+    pub from: usize,
 }
 
 /// How `gemm_coop` cuts a block's inputs among the subgroups of a workgroup: a product of
@@ -631,14 +650,15 @@ fn plan_formed(b: &mut Planner, options: Options) -> Formed {
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
+    let bands = options.gemv_bands.per as f64;
     let gemv_residual = per_dtype(q8, |dt| {
-        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4)];
+        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("BANDS", bands)];
         [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
     });
     let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
     let gemv_edge = options.fuse_edge.then(|| {
         per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0)];
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0), ("BANDS", bands)];
             b.add_as("gemv", "gemv", "gemv_edge", &c)
         })
     });

@@ -28,6 +28,9 @@ override COMBINE: u32 = 0u;
 // token's (`xt`), which the projection reads. Workgroup 0 writes the new h to h_next and s
 // to `s_out`.
 override EDGE: u32 = 0u;
+// Bands of W a workgroup takes at most (matmul.rs's `band_groups`), forming x once for all
+// of them: bands wid, wid + groups, … of a launch of `groups` workgroups.
+override BANDS: u32 = 1u;
 
 // Pieces of a row each invocation has in flight (8 measured no faster on the H200).
 const UNROLL: u32 = 4u;
@@ -157,13 +160,14 @@ struct Row {
 }
 
 // Row j of W (this run of 32 invocations') against the rows of x, formed first by the
-// prologue; every invocation of the workgroup must call it (it reduces). Each invocation
+// prologue where `pro` (a workgroup's first band); every invocation of the workgroup must
+// call it (it reduces). Each invocation
 // loads UNROLL pieces of the row before it uses any, so that one round trip to memory
 // brings them all; pieces past the row's end are loaded as its last and weighed 0 (a tail
 // of single loads would cost a round trip each), a row past the matrix as its last and
 // dropped. The pieces are named, not an array: the H200's driver kept an array indexed in
 // a loop in memory, and the kernel ran 3–5× slower.
-fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
+fn gemv_row(lid: u32, wid: u32, pro: bool, j: u32) -> Row {
     let lane = lid % LANES;
     let jr = min(j, p.rows_w - 1u);
     var g = lane;
@@ -171,7 +175,9 @@ fn gemv_row(lid: u32, wid: u32, j: u32) -> Row {
     var w1 = load_piece(jr, g + LANES);
     var w2 = load_piece(jr, g + 2u * LANES);
     var w3 = load_piece(jr, g + 3u * LANES);
-    prologue(lid, wid);
+    if (pro) {
+        prologue(lid, wid);
+    }
     var acc = vec4<f32>(0.0);
     loop {
         acc = add_piece(acc, w0, g);
@@ -214,12 +220,12 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
 // half lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two
 // such runs of bytes (a run on one row would read 32 bytes a tile), and each invocation
 // reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row, the
-// first round before the prologue. The
-// sums meet in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the
-// barrier.
+// first round before the prologue (where `pro`, a workgroup's first band; on a later band
+// a barrier keeps its sums from the last band's, which may still be read). The sums meet
+// in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the barrier.
 var<workgroup> band_sh: array<vec4<f32>, 256>;
 
-fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
+fn gemv_band(lid: u32, wid: u32, pro: bool, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
     let tiles = (p.g8 + 1u) / 2u;
     let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
@@ -229,7 +235,9 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
     var w1 = load_tile(at, t + step, tiles);
     var w2 = load_tile(at, t + 2u * step, tiles);
     var w3 = load_tile(at, t + 3u * step, tiles);
-    prologue(lid, wid);
+    if (pro) {
+        prologue(lid, wid);
+    }
     var acc = vec4<f32>(0.0);
     loop {
         acc = add_tile(acc, w0, t, tiles, lane);
@@ -244,6 +252,9 @@ fn gemv_band(lid: u32, wid: u32, j0: u32, first: u32, runs: u32) {
         w1 = load_tile(at, t + step, tiles);
         w2 = load_tile(at, t + 2u * step, tiles);
         w3 = load_tile(at, t + 3u * step, tiles);
+    }
+    if (!pro) {
+        workgroupBarrier();
     }
     band_sh[lid] = acc;
     workgroupBarrier();
@@ -273,75 +284,108 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
     return sums * select(1.0, res.z, RES == 1u) * p.unshift;
 }
 
-// The workgroup's 8 rows of W against the rows of x, written out (times the column's scale
-// when `scaled`); every invocation of the workgroup must call it.
-fn gemv_out(lid: u32, wid: u32, scaled: bool) {
-    var row: Row;
-    if (p.tiled != 0u) {
-        gemv_band(lid, wid, wid * 8u, 0u, 8u);
-        if (lid >= 8u) {
-            return;
+// The workgroup's bands of 8 rows of W (BANDS) against the rows of x, written out (times
+// the column's scale when `scaled`); every invocation of the workgroup must call it.
+fn gemv_out(lid: u32, wid: u32, groups: u32, scaled: bool) {
+    let bands = (p.rows_w + 7u) / 8u;
+    for (var i = 0u; i < BANDS; i = i + 1u) {
+        let b = wid + i * groups;
+        if (b >= bands) {
+            break;
         }
-        row = Row(wid * 8u + lid, band_sums(0u, 8u, lid));
-    } else {
-        row = gemv_row(lid, wid, wid * 8u + lid / LANES);
-        if (lid % LANES != 0u) {
-            return;
+        let pro = i == 0u;
+        var row: Row;
+        var writes: bool;
+        if (p.tiled != 0u) {
+            gemv_band(lid, wid, pro, b * 8u, 0u, 8u);
+            writes = lid < 8u;
+            if (writes) {
+                row = Row(b * 8u + lid, band_sums(0u, 8u, lid));
+            }
+        } else {
+            row = gemv_row(lid, wid, pro, b * 8u + lid / LANES);
+            writes = lid % LANES == 0u;
         }
-    }
-    if (row.j < p.rows_w) {
-        let i = p.row0 + row.j;
-        var s = 1.0;
-        if (scaled) {
-            s = scale_at(i);
-        }
-        for (var r = 0u; r < p.rows; r = r + 1u) {
-            out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
+        if (writes && row.j < p.rows_w) {
+            let i = p.row0 + row.j;
+            var s = 1.0;
+            if (scaled) {
+                s = scale_at(i);
+            }
+            for (var r = 0u; r < p.rows; r = r + 1u) {
+                out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
+            }
         }
     }
 }
 
 @compute @workgroup_size(256)
-fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemv_out(lid, wid.x, false);
+fn gemv(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    gemv_out(lid, wid.x, groups.x, false);
 }
 
 @compute @workgroup_size(256)
-fn gemv_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    gemv_out(lid, wid.x, true);
+fn gemv_scaled(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    gemv_out(lid, wid.x, groups.x, true);
 }
 
+// Runs 0–3's sums of gate rows, runs 4–7's of up.
 var<workgroup> glu_sh: array<f32, 8>;
 
 // SwiGLU on the way out of gate|up, for one row: W = [gate; up] (rows_w = 2F, one part),
-// scale = [gate_scale | up_scale]. The workgroup's runs 0–3 take gate rows 4w … 4w + 3 and
-// runs 4–7 the same rows of up (in tiles: gate rows 8w … 8w + 7 and the same of up, F a
+// scale = [gate_scale | up_scale]. Band b's runs 0–3 take gate rows 4b … 4b + 3 and runs
+// 4–7 the same rows of up (in tiles: gate rows 8b … 8b + 7 and the same of up, F a
 // multiple of 8), so that out[i] = silu(g_i · gs_i) · (u_i · us_i) is formed where the two
-// sums meet, and the down projection reads x as it is.
+// sums meet, and the down projection reads x as it is. The workgroup takes BANDS bands at
+// most.
 @compute @workgroup_size(256)
-fn gemv_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn gemv_glu(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     let f = p.rows_w / 2u;
-    if (p.tiled != 0u) {
-        // Every invocation reaches the barrier: the runs of the gate band and of the up band
-        // each call gemv_band for their own.
-        let up = lid >= 4u * LANES;
-        gemv_band(lid, wid.x, select(0u, f, up) + wid.x * 8u, select(0u, 4u, up), 4u);
-        let at = wid.x * 8u + lid;
-        if (lid < 8u && at < f) {
-            glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
-        }
-        return;
-    }
     let t = lid / LANES;
-    let i = min(wid.x * 4u + t % 4u, f - 1u);
-    let row = gemv_row(lid, wid.x, select(i, f + i, t >= 4u));
-    if (lid % LANES == 0u) {
-        glu_sh[t] = row.sums[0];
-    }
-    workgroupBarrier();
-    let at = wid.x * 4u + lid;
-    if (lid < 4u && at < f) {
-        glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
+    let up = t >= 4u;
+    let rows = select(4u, 8u, p.tiled != 0u);
+    let bands = (f + rows - 1u) / rows;
+    for (var n = 0u; n < BANDS; n = n + 1u) {
+        let b = wid.x + n * groups.x;
+        if (b >= bands) {
+            break;
+        }
+        let pro = n == 0u;
+        let at = b * rows + lid;
+        if (p.tiled != 0u) {
+            // Every invocation reaches the barrier: the runs of the gate band and of the up
+            // band each call gemv_band for their own.
+            gemv_band(lid, wid.x, pro, select(0u, f, up) + b * 8u, select(0u, 4u, up), 4u);
+            if (lid < 8u && at < f) {
+                glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
+            }
+        } else {
+            let i = min(b * 4u + t % 4u, f - 1u);
+            let row = gemv_row(lid, wid.x, pro, select(i, f + i, up));
+            // On a later band, the last band's sums may still be read.
+            if (!pro) {
+                workgroupBarrier();
+            }
+            if (lid % LANES == 0u) {
+                glu_sh[t] = row.sums[0];
+            }
+            workgroupBarrier();
+            if (lid < 4u && at < f) {
+                glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
+            }
+        }
     }
 }
 

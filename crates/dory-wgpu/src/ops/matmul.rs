@@ -306,7 +306,12 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(part.rows, 8), 1, 1]);
+            rec.dispatch(
+                gemv[usize::from(n > 1)],
+                &binds,
+                &p(r, n),
+                [band_groups(rec, part.rows.div_ceil(8), input), 1, 1],
+            );
             r += n;
         }
     }
@@ -632,5 +637,18 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
     };
-    rec.dispatch(kernel, &binds, &p, [groups_for(f, if gate_up.tiled { 8 } else { 4 }), 1, 1]);
+    let bands = f.div_ceil(if gate_up.tiled { 8 } else { 4 });
+    rec.dispatch(kernel, &binds, &p, [band_groups(rec, bands, input), 1, 1]);
 }
+
+/// The workgroups of gemv.wgsl over `bands` bands of W: `Options::gemv_bands` (the
+/// kernel reads its launch's size, and takes bands wid, wid + groups, …).
+fn band_groups(rec: &Recorder, bands: usize, input: Input) -> u32 {
+    let formed = matches!(input, Input::Residual { .. } | Input::Edge { .. });
+    let b = rec.dev().kernels.options.gemv_bands;
+    groups_for(bands, if formed && bands >= b.from { b.per } else { 1 })
+}
+
+/// Bands enough to share among a GPU's SMs in twos (132 on the H100 and the H200): the
+/// default `Bands::from`.
+pub const MANY_BANDS: usize = 512;

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use dory::weights::{DType, Stored};
 use dory::{Backend, Config, Model};
-use dory_wgpu::kernels::{Gemv1, Options, Slicing};
+use dory_wgpu::kernels::{Bands, Gemv1, Options, Slicing};
 use dory_wgpu::{GpuDevice, GpuModel, Pick, Reduce, Wgpu};
 
 static DEVICES: OnceLock<Vec<Arc<GpuDevice>>> = OnceLock::new();
@@ -38,7 +38,8 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // residual fused into it, a decoded row's embedding and the loop's entry apart,
             // bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
-            // residual's dispatch; and exit rules tested where the defaults do not.
+            // residual's dispatch; exit rules tested where the defaults do not; and a
+            // one-row projection's bands two to a workgroup where it forms the residual.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
@@ -54,6 +55,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 fuse_split,
                 exit_on_device,
                 q8: true,
+                gemv_bands: Bands { per: 2, from: 1 },
                 ..o
             };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
@@ -68,8 +70,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // defaults leave apart.
             let fuse_edge = true;
             // And a decoded row's chunks of several tiles of keys, which the defaults cut
-            // from contexts of a few thousand keys only.
+            // from contexts of a few thousand keys only, and three bands of a one-row
+            // projection to a workgroup where it forms the residual.
             let attend_per = 256;
+            let gemv_bands = Bands { per: 3, from: 1 };
             let other = Options {
                 tiles: !o.tiles,
                 attend_coop,
@@ -77,6 +81,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 residual_max_k: 1024,
                 fuse_edge,
                 attend_per,
+                gemv_bands,
                 ..o
             };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
