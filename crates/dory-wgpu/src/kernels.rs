@@ -278,6 +278,8 @@ pub struct Options {
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
+    /// Loads in flight an invocation of attend.wgsl has in a tile's walks (AHEAD: 4 or 8).
+    pub attend_ahead: u32,
     /// The kernels of q8_0 weights (DTYPE 3), built only where a q8_0 model is loaded
     /// (`GpuModel::new` asks for them): 18 pipelines, q8_tiles among them, that every
     /// other device would compile for nothing at start (0.85 s of lavapipe's 2.6).
@@ -322,6 +324,7 @@ impl Options {
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
     /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
+    /// DORY_WGPU_ATTEND_AHEAD=4|8 (its loads in flight),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
     /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
@@ -350,13 +353,16 @@ impl Options {
             fuse_edge: true,
             fuse_enter: true,
             fuse_split: true,
-            gemv_bands: Bands { per: 1, from: crate::ops::matmul::MANY_BANDS },
+            // Two: the larger config's decode +5.5–6 % on the H100 at depths 0, 4096 and
+            // 32768 (O(1)), three +2–3 % (bench/logs/h200-2026-12-06f/call-1).
+            gemv_bands: Bands { per: 2, from: crate::ops::matmul::MANY_BANDS },
             residual_max_k: crate::ops::matmul::RESIDUAL_MAX_K,
             combine_bytes: crate::ops::matmul::COMBINE_BYTES,
             attend_per: crate::ops::attend::MIN_PER,
             block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
+            attend_ahead: 4,
             q8: false,
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
@@ -404,10 +410,12 @@ impl Options {
     /// dispatch above gemv_glu, and dory-tiny decoded 0.3 tokens/s against 1.0 with it apart.
     pub fn on_cpu(self) -> Options {
         let asked = std::env::var_os("DORY_WGPU_FUSE").is_some();
-        Options { fuse_residual: self.fuse_residual && asked, fuse_edge: self.fuse_edge && asked, ..self }
+        // Nor bands of W shared, whose kernels would only be built.
+        let gemv_bands = if asked { self.gemv_bands } else { Bands { per: 1, ..self.gemv_bands } };
+        Options { fuse_residual: self.fuse_residual && asked, fuse_edge: self.fuse_edge && asked, gemv_bands, ..self }
     }
 
-    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS and _ATTEND_LANES (`new`).
+    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS, _ATTEND_LANES and _ATTEND_AHEAD (`new`).
     fn attention_from_env(&mut self) {
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             self.attend_per = (per as usize).max(1);
@@ -420,6 +428,9 @@ impl Options {
         }
         if let Some(&[lanes @ (2 | 4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             self.attend_lanes = lanes;
+        }
+        if let Some(&[ahead @ (4 | 8)]) = numbers("DORY_WGPU_ATTEND_AHEAD").as_deref() {
+            self.attend_ahead = ahead;
         }
     }
 
@@ -581,14 +592,14 @@ pub struct Kernels {
     pub gemv_swiglu: [[KernelId; 2]; DTYPES],
     /// gate|up with SwiGLU formed on the way out (one row).
     pub gemv_glu: [KernelId; DTYPES],
-    /// One row whose x is the nGPT residual formed on the way in: [dtype][plain, gate|up
-    /// with SwiGLU].
-    pub gemv_residual: [[KernelId; 2]; DTYPES],
+    /// One row whose x is the nGPT residual formed on the way in: [one band a workgroup,
+    /// or `Options::gemv_bands`'][dtype][plain, gate|up with SwiGLU].
+    pub gemv_residual: [[[KernelId; 2]; DTYPES]; 2],
     /// One row whose x is a decoded row's attention, its chunks joined on the way in.
     pub gemv_combine: [KernelId; DTYPES],
     /// One row whose x is formed by a pass's last residual and the edge after it
-    /// (`Options::fuse_edge`).
-    pub gemv_edge: Option<[KernelId; DTYPES]>,
+    /// (`Options::fuse_edge`): [bands as gemv_residual's][dtype].
+    pub gemv_edge: Option<[[KernelId; DTYPES]; 2]>,
     /// One row: [dtype][prologue: none, residual, SwiGLU].
     pub gemv1: [[KernelId; 3]; DTYPES],
     pub gemv1_scaled: [KernelId; DTYPES],
@@ -639,30 +650,38 @@ const DTYPE_CONSTANTS: [f64; DTYPES] = [0.0, 1.0, 2.0, 3.0];
 
 /// One row's projections whose x is formed on the way in (`Kernels`' fields of the names).
 struct Formed {
-    gemv_residual: [[KernelId; 2]; DTYPES],
+    gemv_residual: [[[KernelId; 2]; DTYPES]; 2],
     gemv_combine: [KernelId; DTYPES],
-    gemv_edge: Option<[KernelId; DTYPES]>,
+    gemv_edge: Option<[[KernelId; DTYPES]; 2]>,
 }
 
 /// `Formed`: by the residual (gemv and gemv_glu), by the attention's join, and by a pass's
-/// close (`Options::fuse_edge`).
+/// close (`Options::fuse_edge`); those that form x from the residual once for one band a
+/// workgroup and once for `Options::gemv_bands` (the same kernels where that is one: a
+/// loop kept for bands that never come cost dory-tiny's decode 1–2 % on the H100).
 fn plan_formed(b: &mut Planner, options: Options) -> Formed {
     let q8 = options.q8;
     // y in workgroup memory as wide as the widest row the option fuses.
     let res_k4 = (options.residual_max_k / 4).max(256) as f64;
-    let bands = options.gemv_bands.per as f64;
-    let gemv_residual = per_dtype(q8, |dt| {
-        let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("BANDS", bands)];
-        [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
-    });
+    let banded = |b: &mut Planner, bands: usize| {
+        let bands = bands as f64;
+        let gemv_residual = per_dtype(q8, |dt| {
+            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("BANDS", bands)];
+            [b.add_as("gemv", "gemv", "gemv_residual", &c), b.add_as("gemv", "gemv_glu", "gemv_glu_residual", &c)]
+        });
+        let gemv_edge = options.fuse_edge.then(|| {
+            per_dtype(q8, |dt| {
+                let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0), ("BANDS", bands)];
+                b.add_as("gemv", "gemv", "gemv_edge", &c)
+            })
+        });
+        (gemv_residual, gemv_edge)
+    };
+    let one = banded(b, 1);
+    let per = options.gemv_bands.per;
+    let several = if per > 1 { banded(b, per) } else { one };
     let gemv_combine = per_dtype(q8, |dt| b.add_as("gemv", "gemv", "gemv_combine", &[("DTYPE", dt), ("COMBINE", 1.0)]));
-    let gemv_edge = options.fuse_edge.then(|| {
-        per_dtype(q8, |dt| {
-            let c = [("DTYPE", dt), ("RES", 1.0), ("RES_K4", res_k4), ("EDGE", 1.0), ("BANDS", bands)];
-            b.add_as("gemv", "gemv", "gemv_edge", &c)
-        })
-    });
-    Formed { gemv_residual, gemv_combine, gemv_edge }
+    Formed { gemv_residual: [one.0, several.0], gemv_combine, gemv_edge: one.1.zip(several.1).map(|(a, b)| [a, b]) }
 }
 
 /// `add`'s kernel for each dtype: q8_0's only with `q8` (`Options::q8`), its slot otherwise
@@ -793,7 +812,11 @@ impl Kernels {
             copy_slots: b.add("copy", "copy_slots", &[]),
             copy4: b.add("copy", "copy4", &[]),
             prep: b.add("prep", "prep", &[]),
-            attend: b.add("attend", "attend", &[("LANES", f64::from(options.attend_lanes))]),
+            attend: b.add(
+                "attend",
+                "attend",
+                &[("LANES", f64::from(options.attend_lanes)), ("AHEAD", f64::from(options.attend_ahead))],
+            ),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
             attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
                 prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),

@@ -49,6 +49,9 @@ const WG: u32 = 256u;
 // constant, for measuring tiles of 64 or 16 keys).
 override LANES: u32 = 4u;
 override TILE: u32 = WG / LANES;
+// Loads an invocation has in flight in a tile's walks over its keys and its values: 4, or
+// 8 (fewer round trips where the walks are long enough to fill them).
+override AHEAD: u32 = 4u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 
@@ -182,13 +185,28 @@ struct Run {
 }
 
 // The four queries' dot products with the key in `slot` (OWN: the row's own), over the
-// dims lane, lane + LANES, … of it: four pieces of the key loaded before any is used, so
-// that their reads overlap (d is a parameter, so the compiler cannot unroll the loop).
+// dims lane, lane + LANES, … of it: AHEAD (then four) pieces of the key loaded before any
+// is used, so that their reads overlap (d is a parameter, so the compiler cannot unroll the
+// loop).
 fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
     let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
     var dots = vec4<f32>(0.0);
     var e = lane;
+    // Named, not an array: gemv.wgsl says why.
+    for (; AHEAD == 8u && e + 7u * LANES < d4; e = e + 8u * LANES) {
+        let k0 = key4(slot, kb, e);
+        let k1 = key4(slot, kb, e + LANES);
+        let k2 = key4(slot, kb, e + 2u * LANES);
+        let k3 = key4(slot, kb, e + 3u * LANES);
+        let k4 = key4(slot, kb, e + 4u * LANES);
+        let k5 = key4(slot, kb, e + 5u * LANES);
+        let k6 = key4(slot, kb, e + 6u * LANES);
+        let k7 = key4(slot, kb, e + 7u * LANES);
+        dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
+        dots += q_dots(k4, e + 4u * LANES) + q_dots(k5, e + 5u * LANES) + q_dots(k6, e + 6u * LANES)
+            + q_dots(k7, e + 7u * LANES);
+    }
     for (; e + 3u * LANES < d4; e = e + 4u * LANES) {
         let k0 = key4(slot, kb, e);
         let k1 = key4(slot, kb, e + LANES);
@@ -277,9 +295,22 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
     let group = lid / d;
     let dim = lid % d;
     if (group < groups) {
-        // Four keys' values loaded before any is used (as in key_dots).
+        // AHEAD (then four) keys' values loaded before any is used (as in key_dots).
         let count = min(TILE, end - t0);
         var jj = group;
+        for (; AHEAD == 8u && jj + 7u * groups < count; jj = jj + 8u * groups) {
+            let v0 = value(s_sh[jj], c, dim);
+            let v1 = value(s_sh[jj + groups], c, dim);
+            let v2 = value(s_sh[jj + 2u * groups], c, dim);
+            let v3 = value(s_sh[jj + 3u * groups], c, dim);
+            let v4 = value(s_sh[jj + 4u * groups], c, dim);
+            let v5 = value(s_sh[jj + 5u * groups], c, dim);
+            let v6 = value(s_sh[jj + 6u * groups], c, dim);
+            let v7 = value(s_sh[jj + 7u * groups], c, dim);
+            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+            acc += w_sh[jj + 4u * groups] * v4 + w_sh[jj + 5u * groups] * v5 + w_sh[jj + 6u * groups] * v6
+                + w_sh[jj + 7u * groups] * v7;
+        }
         for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
             let v0 = value(s_sh[jj], c, dim);
             let v1 = value(s_sh[jj + groups], c, dim);

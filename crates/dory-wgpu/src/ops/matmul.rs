@@ -263,10 +263,11 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         Input::Plain => (plain[0], kernels.gemv[dt], x),
         Input::Scaled(s) => (plain[1], kernels.gemv_scaled[dt], s),
         Input::Swiglu(s) => (plain[0], kernels.gemv_swiglu[dt], s),
-        // One row (`fuses`): the second kernel is never taken.
-        Input::Residual { .. } => (plain[0], [kernels.gemv_residual[dt][0]; 2], x),
+        // One row (`fuses`): the second kernel is never taken, and those that form x from
+        // the residual take `band_share`'s variant, below.
+        Input::Residual { .. } => (plain[0], [kernels.gemv_residual[0][dt][0]; 2], x),
         Input::Combine { .. } => (plain[0], [kernels.gemv_combine[dt]; 2], x),
-        Input::Edge { .. } => (plain[0], [kernels.gemv_edge.expect("edge_fuses: its kernels")[dt]; 2], x),
+        Input::Edge { .. } => (plain[0], [kernels.gemv_edge.expect("edge_fuses: its kernels")[0][dt]; 2], x),
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
@@ -303,15 +304,17 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         }
         binds.extend(res.iter().cloned());
         // Four rows at a time; a single row has its own variant.
+        let bands = part.rows.div_ceil(8);
+        let each = band_share(rec, bands, input);
+        let gemv = match input {
+            Input::Residual { .. } if each > 1 => [kernels.gemv_residual[1][dt][0]; 2],
+            Input::Edge { .. } if each > 1 => [kernels.gemv_edge.expect("edge_fuses: its kernels")[1][dt]; 2],
+            _ => gemv,
+        };
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
-            rec.dispatch(
-                gemv[usize::from(n > 1)],
-                &binds,
-                &p(r, n),
-                [band_groups(rec, part.rows.div_ceil(8), input), 1, 1],
-            );
+            rec.dispatch(gemv[usize::from(n > 1)], &binds, &p(r, n), [groups_for(bands, each), 1, 1]);
             r += n;
         }
     }
@@ -607,12 +610,14 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
     debug_assert!(glu_fuses(rec, gate_up, 1, residual) && matches!(input, Input::Plain | Input::Residual { .. }));
     let kernels = &rec.dev().kernels;
     let dt = dtype_index(gate_up.dtype);
+    let f = gate_up.n / 2;
+    let bands = f.div_ceil(if gate_up.tiled { 8 } else { 4 });
+    let each = band_share(rec, bands, input);
     let kernel = match input {
-        Input::Residual { .. } => kernels.gemv_residual[dt][1],
+        Input::Residual { .. } => kernels.gemv_residual[usize::from(each > 1)][dt][1],
         _ => kernels.gemv_glu[dt],
     };
     let part = &gate_up.parts[0];
-    let f = gate_up.n / 2;
     let (res, eps) = residual_binds(rec, x, input);
     let mut binds = vec![
         (0, Bind::Buf(part.store.clone())),
@@ -637,16 +642,20 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
         unshift: gate_up.unshift(),
         tiled: gate_up.tiled.into(),
     };
-    let bands = f.div_ceil(if gate_up.tiled { 8 } else { 4 });
-    rec.dispatch(kernel, &binds, &p, [band_groups(rec, bands, input), 1, 1]);
+    rec.dispatch(kernel, &binds, &p, [groups_for(bands, each), 1, 1]);
 }
 
-/// The workgroups of gemv.wgsl over `bands` bands of W: `Options::gemv_bands` (the
-/// kernel reads its launch's size, and takes bands wid, wid + groups, …).
-fn band_groups(rec: &Recorder, bands: usize, input: Input) -> u32 {
+/// The bands of W each workgroup of gemv.wgsl takes over a projection of `bands` bands:
+/// `Options::gemv_bands` where it forms x from the residual (the kernel then reads its
+/// launch's size, and takes bands wid, wid + groups, …), else one.
+fn band_share(rec: &Recorder, bands: usize, input: Input) -> usize {
     let formed = matches!(input, Input::Residual { .. } | Input::Edge { .. });
     let b = rec.dev().kernels.options.gemv_bands;
-    groups_for(bands, if formed && bands >= b.from { b.per } else { 1 })
+    if formed && bands >= b.from {
+        b.per
+    } else {
+        1
+    }
 }
 
 /// Bands enough to share among a GPU's SMs in twos (132 on the H100 and the H200): the

@@ -70,9 +70,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // defaults leave apart.
             let fuse_edge = true;
             // And a decoded row's chunks of several tiles of keys, which the defaults cut
-            // from contexts of a few thousand keys only, and three bands of a one-row
-            // projection to a workgroup where it forms the residual.
-            let attend_per = 256;
+            // from contexts of a few thousand keys only, with eight loads in flight in
+            // their walks, and three bands of a one-row projection to a workgroup where it
+            // forms the residual.
+            let (attend_per, attend_ahead) = (256, 8);
             let gemv_bands = Bands { per: 3, from: 1 };
             let other = Options {
                 tiles: !o.tiles,
@@ -81,6 +82,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 residual_max_k: 1024,
                 fuse_edge,
                 attend_per,
+                attend_ahead,
                 gemv_bands,
                 ..o
             };
