@@ -362,7 +362,9 @@ impl Options {
             block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
             attend_lanes: 4,
-            attend_ahead: 4,
+            // Eight: the larger config's decode +0.3–0.5 % at depth 0 and +0.6–1.1 % at 4096
+            // in each of three rounds on the H100 (bench/logs/h200-2026-12-06f/call-2, -3).
+            attend_ahead: 8,
             q8: false,
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,

@@ -240,6 +240,46 @@ fn value(slot: u32, c: u32, dim: u32) -> f32 {
     return vc[slot * p.kv_heads * p.d + c * p.d + dim];
 }
 
+// acc plus this invocation's dim of the tile's value sums, over its first `count` keys (the
+// slots in s_sh, the weights in w_sh): dim lid % d of keys group, group + groups, … (d ≤
+// 256: one group at least), AHEAD (then four) keys' values loaded before any is used (as
+// in key_dots).
+fn value_sums(acc0: vec4<f32>, lid: u32, c: u32, count: u32) -> vec4<f32> {
+    let d = p.d;
+    let groups = WG / d;
+    let group = lid / d;
+    let dim = lid % d;
+    var acc = acc0;
+    if (group >= groups) {
+        return acc;
+    }
+    var jj = group;
+    for (; AHEAD == 8u && jj + 7u * groups < count; jj = jj + 8u * groups) {
+        let v0 = value(s_sh[jj], c, dim);
+        let v1 = value(s_sh[jj + groups], c, dim);
+        let v2 = value(s_sh[jj + 2u * groups], c, dim);
+        let v3 = value(s_sh[jj + 3u * groups], c, dim);
+        let v4 = value(s_sh[jj + 4u * groups], c, dim);
+        let v5 = value(s_sh[jj + 5u * groups], c, dim);
+        let v6 = value(s_sh[jj + 6u * groups], c, dim);
+        let v7 = value(s_sh[jj + 7u * groups], c, dim);
+        acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+        acc += w_sh[jj + 4u * groups] * v4 + w_sh[jj + 5u * groups] * v5 + w_sh[jj + 6u * groups] * v6
+            + w_sh[jj + 7u * groups] * v7;
+    }
+    for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
+        let v0 = value(s_sh[jj], c, dim);
+        let v1 = value(s_sh[jj + groups], c, dim);
+        let v2 = value(s_sh[jj + 2u * groups], c, dim);
+        let v3 = value(s_sh[jj + 3u * groups], c, dim);
+        acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
+    }
+    for (; jj < count; jj = jj + groups) {
+        acc += w_sh[jj] * value(s_sh[jj], c, dim);
+    }
+    return acc;
+}
+
 // Folds the tile of keys t0 … t0 + TILE − 1 (of the row's visible span, before `end`) into
 // `run`: LANES invocations score each key, then the value sum is cut into dims × groups.
 fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Run {
@@ -288,40 +328,7 @@ fn tile(lid: u32, c: u32, pos: u32, sn: Seen, t0: u32, end: u32, run: Run) -> Ru
         w_sh[key] = e;
     }
     workgroupBarrier();
-    var acc = run.acc * fix;
-    // Values: dim lid % d of keys group, group + groups, … (d ≤ 256: one group at least).
-    let d = p.d;
-    let groups = WG / d;
-    let group = lid / d;
-    let dim = lid % d;
-    if (group < groups) {
-        // AHEAD (then four) keys' values loaded before any is used (as in key_dots).
-        let count = min(TILE, end - t0);
-        var jj = group;
-        for (; AHEAD == 8u && jj + 7u * groups < count; jj = jj + 8u * groups) {
-            let v0 = value(s_sh[jj], c, dim);
-            let v1 = value(s_sh[jj + groups], c, dim);
-            let v2 = value(s_sh[jj + 2u * groups], c, dim);
-            let v3 = value(s_sh[jj + 3u * groups], c, dim);
-            let v4 = value(s_sh[jj + 4u * groups], c, dim);
-            let v5 = value(s_sh[jj + 5u * groups], c, dim);
-            let v6 = value(s_sh[jj + 6u * groups], c, dim);
-            let v7 = value(s_sh[jj + 7u * groups], c, dim);
-            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
-            acc += w_sh[jj + 4u * groups] * v4 + w_sh[jj + 5u * groups] * v5 + w_sh[jj + 6u * groups] * v6
-                + w_sh[jj + 7u * groups] * v7;
-        }
-        for (; jj + 3u * groups < count; jj = jj + 4u * groups) {
-            let v0 = value(s_sh[jj], c, dim);
-            let v1 = value(s_sh[jj + groups], c, dim);
-            let v2 = value(s_sh[jj + 2u * groups], c, dim);
-            let v3 = value(s_sh[jj + 3u * groups], c, dim);
-            acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
-        }
-        for (; jj < count; jj = jj + groups) {
-            acc += w_sh[jj] * value(s_sh[jj], c, dim);
-        }
-    }
+    let acc = value_sums(run.acc * fix, lid, c, min(TILE, end - t0));
     workgroupBarrier();
     return Run(top, l, acc);
 }

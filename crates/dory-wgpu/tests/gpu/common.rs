@@ -70,10 +70,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // defaults leave apart.
             let fuse_edge = true;
             // And a decoded row's chunks of several tiles of keys, which the defaults cut
-            // from contexts of a few thousand keys only, with eight loads in flight in
-            // their walks, and three bands of a one-row projection to a workgroup where it
-            // forms the residual.
-            let (attend_per, attend_ahead) = (256, 8);
+            // from contexts of a few thousand keys only, with four loads in flight in
+            // their walks (the defaults' eight on the others), and three bands of a one-row
+            // projection to a workgroup where it forms the residual.
+            let (attend_per, attend_ahead) = (256, 4);
             let gemv_bands = Bands { per: 3, from: 1 };
             let other = Options {
                 tiles: !o.tiles,
