@@ -3,7 +3,8 @@
 # bar's context: ~560 keys, 17 chunks of 32 keys a KV head), with eight loads in flight,
 # under other cuts of its keys: 8 invocations a key (tiles of 32), or chunks of at least 64
 # keys (9 chunks). Two rounds, interleaved. Call 2's binaries (DORY_WGPU_ATTEND_AHEAD=8 is
-# this stop's default).
+# this stop's default). Not run: too little device time was left to start a machine; ready
+# for the next session (after `bench/wgpu_h200.sh build`, where eight is the default).
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
 mkdir -p $o/a
