@@ -258,7 +258,7 @@ pub struct Options {
     /// enter), after the greedy token's choice.
     pub fuse_enter: bool,
     /// Bands of W a workgroup of `gemv.wgsl` takes where it forms x from the residual
-    /// (matmul.rs's `band_groups`).
+    /// (matmul.rs's `band_share`).
     pub gemv_bands: Bands,
     /// The widest row whose residual the next projection forms on the way in
     /// (`gemv.wgsl`'s RES, its y in workgroup memory: RES_K4 vec4s).

@@ -28,7 +28,7 @@ override COMBINE: u32 = 0u;
 // token's (`xt`), which the projection reads. Workgroup 0 writes the new h to h_next and s
 // to `s_out`.
 override EDGE: u32 = 0u;
-// Bands of W a workgroup takes at most (matmul.rs's `band_groups`), forming x once for all
+// Bands of W a workgroup takes at most (matmul.rs's `band_share`), forming x once for all
 // of them: bands wid, wid + groups, … of a launch of `groups` workgroups.
 override BANDS: u32 = 1u;
 
@@ -161,12 +161,11 @@ struct Row {
 
 // Row j of W (this run of 32 invocations') against the rows of x, formed first by the
 // prologue where `pro` (a workgroup's first band); every invocation of the workgroup must
-// call it (it reduces). Each invocation
-// loads UNROLL pieces of the row before it uses any, so that one round trip to memory
-// brings them all; pieces past the row's end are loaded as its last and weighed 0 (a tail
-// of single loads would cost a round trip each), a row past the matrix as its last and
-// dropped. The pieces are named, not an array: the H200's driver kept an array indexed in
-// a loop in memory, and the kernel ran 3–5× slower.
+// call it (it reduces). Each invocation loads UNROLL pieces of the row before it uses any,
+// so that one round trip to memory brings them all; pieces past the row's end are loaded
+// as its last and weighed 0 (a tail of single loads would cost a round trip each), a row
+// past the matrix as its last and dropped. The pieces are named, not an array: the H200's
+// driver kept an array indexed in a loop in memory, and the kernel ran 3–5× slower.
 fn gemv_row(lid: u32, wid: u32, pro: bool, j: u32) -> Row {
     let lane = lid % LANES;
     let jr = min(j, p.rows_w - 1u);
@@ -288,12 +287,12 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
 // the column's scale when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, groups: u32, scaled: bool) {
     let bands = (p.rows_w + 7u) / 8u;
-    for (var i = 0u; i < BANDS; i = i + 1u) {
-        let b = wid + i * groups;
+    for (var n = 0u; n < BANDS; n = n + 1u) {
+        let b = wid + n * groups;
         if (b >= bands) {
             break;
         }
-        let pro = i == 0u;
+        let pro = n == 0u;
         var row: Row;
         var writes: bool;
         if (p.tiled != 0u) {
