@@ -185,9 +185,9 @@ struct Run {
 }
 
 // The four queries' dot products with the key in `slot` (OWN: the row's own), over the
-// dims lane, lane + LANES, … of it: AHEAD (then four) pieces of the key loaded before any
-// is used, so that their reads overlap (d is a parameter, so the compiler cannot unroll the
-// loop).
+// dims lane, lane + LANES, … of it: AHEAD (then four, then the rest) pieces of the key
+// loaded before any is used, so that their reads overlap (d is a parameter, so the compiler
+// cannot unroll the loop).
 fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
     let d4 = p.d / 4u;
     let kb = (slot * p.kv_heads * p.d + c * p.d) / 4u;
@@ -214,8 +214,17 @@ fn key_dots(slot: u32, c: u32, lane: u32) -> vec4<f32> {
         let k3 = key4(slot, kb, e + 3u * LANES);
         dots += q_dots(k0, e) + q_dots(k1, e + LANES) + q_dots(k2, e + 2u * LANES) + q_dots(k3, e + 3u * LANES);
     }
-    for (; e < d4; e = e + LANES) {
-        dots += q_dots(key4(slot, kb, e), e);
+    // The last pieces (three at most: a head of 48 dims has three a lane) in one round trip,
+    // those past the key loaded as its last and weighed 0.
+    if (e < d4) {
+        let e1 = min(e + LANES, d4 - 1u);
+        let e2 = min(e + 2u * LANES, d4 - 1u);
+        let k0 = key4(slot, kb, e);
+        let k1 = key4(slot, kb, e1);
+        let k2 = key4(slot, kb, e2);
+        dots += q_dots(k0, e);
+        dots += select(vec4<f32>(0.0), q_dots(k1, e1), e + LANES < d4);
+        dots += select(vec4<f32>(0.0), q_dots(k2, e2), e + 2u * LANES < d4);
     }
     return dots;
 }
@@ -242,8 +251,8 @@ fn value(slot: u32, c: u32, dim: u32) -> f32 {
 
 // acc plus this invocation's dim of the tile's value sums, over its first `count` keys (the
 // slots in s_sh, the weights in w_sh): dim lid % d of keys group, group + groups, … (d ≤
-// 256: one group at least), AHEAD (then four) keys' values loaded before any is used (as
-// in key_dots).
+// 256: one group at least), AHEAD (then four, then the rest) keys' values loaded before any
+// is used (as in key_dots).
 fn value_sums(acc0: vec4<f32>, lid: u32, c: u32, count: u32) -> vec4<f32> {
     let d = p.d;
     let groups = WG / d;
@@ -274,8 +283,17 @@ fn value_sums(acc0: vec4<f32>, lid: u32, c: u32, count: u32) -> vec4<f32> {
         let v3 = value(s_sh[jj + 3u * groups], c, dim);
         acc += w_sh[jj] * v0 + w_sh[jj + groups] * v1 + w_sh[jj + 2u * groups] * v2 + w_sh[jj + 3u * groups] * v3;
     }
-    for (; jj < count; jj = jj + groups) {
-        acc += w_sh[jj] * value(s_sh[jj], c, dim);
+    // The last keys (three at most) in one round trip, as key_dots' last pieces: those past
+    // `count` read the last key's value again and are dropped.
+    if (jj < count) {
+        let j1 = min(jj + groups, count - 1u);
+        let j2 = min(jj + 2u * groups, count - 1u);
+        let v0 = value(s_sh[jj], c, dim);
+        let v1 = value(s_sh[j1], c, dim);
+        let v2 = value(s_sh[j2], c, dim);
+        acc += w_sh[jj] * v0;
+        acc += select(vec4<f32>(0.0), w_sh[j1] * v1, jj + groups < count);
+        acc += select(vec4<f32>(0.0), w_sh[j2] * v2, jj + 2u * groups < count);
     }
     return acc;
 }
