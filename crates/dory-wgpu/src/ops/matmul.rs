@@ -259,15 +259,16 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     // Every matrix-vector variant binds 3 (the plain one to x, which it never reads), and
     // 4–6 (the residual's; x and a stand-in where it is not formed).
     let plain = [kernels.gemm[dt], kernels.gemm_scaled[dt]];
+    // The matrix-vector kernels: [one band a workgroup, or several (`band_share`)][one
+    // row, up to four]; only those that form x from the residual have banded variants.
     let (gemm, gemv, third) = match input {
-        Input::Plain => (plain[0], kernels.gemv[dt], x),
-        Input::Scaled(s) => (plain[1], kernels.gemv_scaled[dt], s),
-        Input::Swiglu(s) => (plain[0], kernels.gemv_swiglu[dt], s),
-        // One row (`fuses`): the second kernel is never taken, and those that form x from
-        // the residual take `band_share`'s variant, below.
-        Input::Residual { .. } => (plain[0], [kernels.gemv_residual[0][dt][0]; 2], x),
-        Input::Combine { .. } => (plain[0], [kernels.gemv_combine[dt]; 2], x),
-        Input::Edge { .. } => (plain[0], [kernels.gemv_edge.expect("edge_fuses: its kernels")[0][dt]; 2], x),
+        Input::Plain => (plain[0], [kernels.gemv[dt]; 2], x),
+        Input::Scaled(s) => (plain[1], [kernels.gemv_scaled[dt]; 2], s),
+        Input::Swiglu(s) => (plain[0], [kernels.gemv_swiglu[dt]; 2], s),
+        // One row (`fuses`): the second kernel of a pair is never taken.
+        Input::Residual { .. } => (plain[0], kernels.gemv_residual.map(|k| [k[dt][0]; 2]), x),
+        Input::Combine { .. } => (plain[0], [[kernels.gemv_combine[dt]; 2]; 2], x),
+        Input::Edge { .. } => (plain[0], kernels.gemv_edge.expect("edge_fuses: its kernels").map(|k| [k[dt]; 2]), x),
     };
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
@@ -306,11 +307,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
         // Four rows at a time; a single row has its own variant.
         let bands = part.rows.div_ceil(8);
         let each = band_share(rec, bands, input);
-        let gemv = match input {
-            Input::Residual { .. } if each > 1 => [kernels.gemv_residual[1][dt][0]; 2],
-            Input::Edge { .. } if each > 1 => [kernels.gemv_edge.expect("edge_fuses: its kernels")[1][dt]; 2],
-            _ => gemv,
-        };
+        let gemv = gemv[usize::from(each > 1)];
         let mut r = 0;
         while r < rows {
             let n = (rows - r).min(4);
