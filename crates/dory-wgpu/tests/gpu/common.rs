@@ -66,9 +66,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // q8_0 prompts copied for the tensor cores in slices of 64 rows; rows wider than
             // 1,024 with the residual in its own dispatch where the defaults fuse them.
             let q8_copy_bytes = 0;
-            // And passes closed by the next pass's first projection, which lavapipe's
-            // defaults leave apart.
-            let fuse_edge = true;
+            // And passes closed by the next pass's first projection, and a decoded row's
+            // residual formed by the projection after it, which lavapipe's defaults leave
+            // apart.
+            let (fuse_edge, fuse_residual) = (true, true);
             // And a decoded row's chunks of several tiles of keys, which the defaults cut
             // from contexts of a few thousand keys only, with four loads in flight in
             // their walks (the defaults' eight on the others), and three bands of a one-row
@@ -81,6 +82,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 q8_copy_bytes,
                 residual_max_k: 1024,
                 fuse_edge,
+                fuse_residual,
                 attend_per,
                 attend_ahead,
                 gemv_bands,
