@@ -159,58 +159,42 @@ struct Row {
     sums: vec4<f32>,
 }
 
-// A round of UNROLL pieces of W an invocation has in flight. The pieces are named, not an
-// array: the H200's driver kept an array indexed in a loop in memory, and the kernel ran
-// 3–5× slower.
-struct Round {
-    w0: W8,
-    w1: W8,
-    w2: W8,
-    w3: W8,
-}
-
-// The invocation's round of row j from piece g on (gemv_row's).
-fn row_round(j: u32, g: u32) -> Round {
-    let jr = min(j, p.rows_w - 1u);
-    return Round(load_piece(jr, g), load_piece(jr, g + LANES), load_piece(jr, g + 2u * LANES), load_piece(jr, g + 3u * LANES));
-}
-
-// Row j of W (this run of 32 invocations') against the rows of x, from the first round `w`
-// (already in flight), formed first by the prologue where `pro` (a workgroup's first band);
-// every invocation of the workgroup must call it (it reduces). Each invocation loads UNROLL
-// pieces of the row before it uses any, so that one round trip to memory brings them all;
-// pieces past the row's end are loaded as its last and weighed 0 (a tail of single loads
-// would cost a round trip each), a row past the matrix as its last and dropped. Where `more`,
-// the last round also loads the first of row `next` (the workgroup's next band), so that it
-// is in flight through this band's reduction and writes: returned in `next_round`.
-fn gemv_row(lid: u32, wid: u32, pro: bool, j: u32, first: Round, next: u32, more: bool) -> Row {
+// Row j of W (this run of 32 invocations') against the rows of x, formed first by the
+// prologue where `pro` (a workgroup's first band); every invocation of the workgroup must
+// call it (it reduces). Each invocation loads UNROLL pieces of the row before it uses any,
+// so that one round trip to memory brings them all; pieces past the row's end are loaded
+// as its last and weighed 0 (a tail of single loads would cost a round trip each), a row
+// past the matrix as its last and dropped. The pieces are named, not an array: the H200's
+// driver kept an array indexed in a loop in memory, and the kernel ran 3–5× slower.
+fn gemv_row(lid: u32, wid: u32, pro: bool, j: u32) -> Row {
     let lane = lid % LANES;
+    let jr = min(j, p.rows_w - 1u);
     var g = lane;
-    var w = first;
+    var w0 = load_piece(jr, g);
+    var w1 = load_piece(jr, g + LANES);
+    var w2 = load_piece(jr, g + 2u * LANES);
+    var w3 = load_piece(jr, g + 3u * LANES);
     if (pro) {
         prologue(lid, wid);
     }
     var acc = vec4<f32>(0.0);
     loop {
-        if (more && g + UNROLL * LANES >= p.g8) {
-            next_round = row_round(next, lane);
-        }
-        acc = add_piece(acc, w.w0, g);
-        acc = add_piece(acc, w.w1, g + LANES);
-        acc = add_piece(acc, w.w2, g + 2u * LANES);
-        acc = add_piece(acc, w.w3, g + 3u * LANES);
+        acc = add_piece(acc, w0, g);
+        acc = add_piece(acc, w1, g + LANES);
+        acc = add_piece(acc, w2, g + 2u * LANES);
+        acc = add_piece(acc, w3, g + 3u * LANES);
         g = g + UNROLL * LANES;
         if (g >= p.g8) {
             break;
         }
-        w = row_round(j, g);
+        w0 = load_piece(jr, g);
+        w1 = load_piece(jr, g + LANES);
+        w2 = load_piece(jr, g + 2u * LANES);
+        w3 = load_piece(jr, g + 3u * LANES);
     }
     acc = select(vec4<f32>(0.0), acc, j < p.rows_w);
     return Row(j, seg_sum4(acc, lid, LANES) * select(1.0, res.z, RES == 1u) * p.unshift);
 }
-
-// The next band's first round, where gemv_row or gemv_band loaded it.
-var<private> next_round: Round;
 
 // Piece g of row j of W, or its last piece past the end.
 fn load_piece(j: u32, g: u32) -> W8 {
@@ -234,62 +218,39 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
 // is the eight rows' 256 contiguous bytes: invocation `lane` reads row (lane % 16) / 2's
 // half lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two
 // such runs of bytes (a run on one row would read 32 bytes a tile), and each invocation
-// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row: the
-// first round (`first`, from the caller) before the prologue (where `pro`, a workgroup's
-// first band; on a later band a barrier keeps its sums from the last band's, which may still
-// be read), and where `more` the next band's first round (the walk `next`) in the last. The
-// sums meet in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the
-// barrier.
+// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row, the
+// first round before the prologue (where `pro`, a workgroup's first band; on a later band
+// a barrier keeps its sums from the last band's, which may still be read). The sums meet
+// in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the barrier.
 var<workgroup> band_sh: array<vec4<f32>, 256>;
 
-// Where an invocation's pieces of the 8 rows of W from j0 lie (gemv_band's): its piece of
-// tile 0 at `at`, its first tile t, and its step between tiles.
-struct Walk {
-    at: u32,
-    t: u32,
-    step: u32,
-}
-
-fn band_walk(lid: u32, j0: u32, first: u32, runs: u32) -> Walk {
+fn gemv_band(lid: u32, wid: u32, pro: bool, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
     let tiles = (p.g8 + 1u) / 2u;
     let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
-    return Walk(at, 2u * (lid / LANES - first) + lane / 16u, 2u * runs);
-}
-
-// The invocation's round of tiles t, t + step, … of the walk `k`.
-fn band_round(k: Walk, t: u32) -> Round {
-    let tiles = (p.g8 + 1u) / 2u;
-    return Round(
-        load_tile(k.at, t, tiles),
-        load_tile(k.at, t + k.step, tiles),
-        load_tile(k.at, t + 2u * k.step, tiles),
-        load_tile(k.at, t + 3u * k.step, tiles),
-    );
-}
-
-fn gemv_band(lid: u32, wid: u32, pro: bool, k: Walk, first: Round, next: Walk, more: bool) {
-    let lane = lid % LANES;
-    let tiles = (p.g8 + 1u) / 2u;
-    var t = k.t;
-    var w = first;
+    let step = 2u * runs;
+    var t = 2u * (lid / LANES - first) + lane / 16u;
+    var w0 = load_tile(at, t, tiles);
+    var w1 = load_tile(at, t + step, tiles);
+    var w2 = load_tile(at, t + 2u * step, tiles);
+    var w3 = load_tile(at, t + 3u * step, tiles);
     if (pro) {
         prologue(lid, wid);
     }
     var acc = vec4<f32>(0.0);
     loop {
-        if (more && t + UNROLL * k.step >= tiles) {
-            next_round = band_round(next, next.t);
-        }
-        acc = add_tile(acc, w.w0, t, tiles, lane);
-        acc = add_tile(acc, w.w1, t + k.step, tiles, lane);
-        acc = add_tile(acc, w.w2, t + 2u * k.step, tiles, lane);
-        acc = add_tile(acc, w.w3, t + 3u * k.step, tiles, lane);
-        t = t + UNROLL * k.step;
+        acc = add_tile(acc, w0, t, tiles, lane);
+        acc = add_tile(acc, w1, t + step, tiles, lane);
+        acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
+        acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
+        t = t + UNROLL * step;
         if (t >= tiles) {
             break;
         }
-        w = band_round(k, t);
+        w0 = load_tile(at, t, tiles);
+        w1 = load_tile(at, t + step, tiles);
+        w2 = load_tile(at, t + 2u * step, tiles);
+        w3 = load_tile(at, t + 3u * step, tiles);
     }
     if (!pro) {
         workgroupBarrier();
@@ -326,34 +287,22 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
 // the column's scale when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, groups: u32, scaled: bool) {
     let bands = (p.rows_w + 7u) / 8u;
-    let tiled = p.tiled != 0u;
-    var k = band_walk(lid, wid * 8u, 0u, 8u);
-    var j = wid * 8u + lid / LANES;
-    if (tiled) {
-        next_round = band_round(k, k.t);
-    } else {
-        next_round = row_round(j, lid % LANES);
-    }
     for (var n = 0u; n < BANDS; n = n + 1u) {
         let b = wid + n * groups;
         if (b >= bands) {
             break;
         }
         let pro = n == 0u;
-        let more = n + 1u < BANDS && b + groups < bands;
         var row: Row;
         var writes: bool;
-        if (tiled) {
-            let next = band_walk(lid, (b + groups) * 8u, 0u, 8u);
-            gemv_band(lid, wid, pro, k, next_round, next, more);
-            k = next;
+        if (p.tiled != 0u) {
+            gemv_band(lid, wid, pro, b * 8u, 0u, 8u);
             writes = lid < 8u;
             if (writes) {
                 row = Row(b * 8u + lid, band_sums(0u, 8u, lid));
             }
         } else {
-            row = gemv_row(lid, wid, pro, j, next_round, j + groups * 8u, more);
-            j = j + groups * 8u;
+            row = gemv_row(lid, wid, pro, b * 8u + lid / LANES);
             writes = lid % LANES == 0u;
         }
         if (writes && row.j < p.rows_w) {
@@ -405,39 +354,25 @@ fn gemv_glu(
     let f = p.rows_w / 2u;
     let t = lid / LANES;
     let up = t >= 4u;
-    let tiled = p.tiled != 0u;
-    let rows = select(4u, 8u, tiled);
+    let rows = select(4u, 8u, p.tiled != 0u);
     let bands = (f + rows - 1u) / rows;
-    let half = select(0u, f, up);
-    let runs_from = select(0u, 4u, up);
-    // Every invocation reaches the barriers: the runs of the gate band and of the up band
-    // each walk their own rows.
-    var k = band_walk(lid, half + wid.x * 8u, runs_from, 4u);
-    var j = half + min(wid.x * 4u + t % 4u, f - 1u);
-    if (tiled) {
-        next_round = band_round(k, k.t);
-    } else {
-        next_round = row_round(j, lid % LANES);
-    }
     for (var n = 0u; n < BANDS; n = n + 1u) {
         let b = wid.x + n * groups.x;
         if (b >= bands) {
             break;
         }
         let pro = n == 0u;
-        let more = n + 1u < BANDS && b + groups.x < bands;
         let at = b * rows + lid;
-        if (tiled) {
-            let next = band_walk(lid, half + (b + groups.x) * 8u, runs_from, 4u);
-            gemv_band(lid, wid.x, pro, k, next_round, next, more);
-            k = next;
+        if (p.tiled != 0u) {
+            // Every invocation reaches the barrier: the runs of the gate band and of the up
+            // band each call gemv_band for their own.
+            gemv_band(lid, wid.x, pro, select(0u, f, up) + b * 8u, select(0u, 4u, up), 4u);
             if (lid < 8u && at < f) {
                 glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
             }
         } else {
-            let next = half + min((b + groups.x) * 4u + t % 4u, f - 1u);
-            let row = gemv_row(lid, wid.x, pro, j, next_round, next, more);
-            j = next;
+            let i = min(b * 4u + t % 4u, f - 1u);
+            let row = gemv_row(lid, wid.x, pro, select(i, f + i, up));
             // On a later band, the last band's sums may still be read.
             if (!pro) {
                 workgroupBarrier();
