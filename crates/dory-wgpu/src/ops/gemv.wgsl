@@ -212,91 +212,51 @@ fn add_piece(acc: vec4<f32>, w: W8, g: u32) -> vec4<f32> {
     return a;
 }
 
-// The workgroup's bands of eight rows of W held in tiles (model.rs's `Matrix::tiled`):
-// bands b = wid, wid + groups, … (BANDS at most, below `bands`), band b's rows from
-// base + 8b on, against the rows of x, by `runs` runs of 32 invocations from run `first` on
-// (all of them must call it; the whole workgroup must, for the barriers). Half a tile is
-// the eight rows' 256 contiguous bytes: invocation `lane` reads row (lane % 16) / 2's half
-// lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two such
-// runs of bytes (a run on one row would read 32 bytes a tile), and each invocation reads as
-// many pieces as it would on one row. UNROLL tiles in flight, as gemv_row, the first round
-// before the prologue. A band's last round, once used, loads the next band's first into the
-// same pieces, so that it is in flight through the band's reduction and writes in no more
-// registers (a read-ahead into pieces of its own ran 0.82× as fast, every gemv kernel
-// slower: bench/logs/h200-2026-12-06g). The sums meet in band_sh (on a later band
-// after a barrier that keeps them from the last band's, which may still be read) and are
-// written by band_write.
+// Eight rows of W held in tiles (model.rs's `Matrix::tiled`), from j0 (a multiple of 8:
+// half a band), against the rows of x, by `runs` runs of 32 invocations from run `first`
+// on (all of them must call it; the whole workgroup must, for the barrier). Half a tile
+// is the eight rows' 256 contiguous bytes: invocation `lane` reads row (lane % 16) / 2's
+// half lane % 2 of tile 2r + lane / 16 + 2 runs i of run r, so that a run's load is two
+// such runs of bytes (a run on one row would read 32 bytes a tile), and each invocation
+// reads as many pieces as it would on one row. UNROLL tiles in flight, as gemv_row, the
+// first round before the prologue (where `pro`, a workgroup's first band; on a later band
+// a barrier keeps its sums from the last band's, which may still be read). The sums meet
+// in band_sh: row j0 + i's (i < 8) are at band_sums(first, runs, i) after the barrier.
 var<workgroup> band_sh: array<vec4<f32>, 256>;
 
-fn gemv_bands(lid: u32, wid: u32, groups: u32, bands: u32, base: u32, first: u32, runs: u32, glu: bool, scaled: bool) {
+fn gemv_band(lid: u32, wid: u32, pro: bool, j0: u32, first: u32, runs: u32) {
     let lane = lid % LANES;
     let tiles = (p.g8 + 1u) / 2u;
+    let at = (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
     let step = 2u * runs;
-    let t0 = 2u * (lid / LANES - first) + lane / 16u;
-    var at = tile_at(base + wid * 8u, lane, tiles);
-    var w0 = load_tile(at, t0, tiles);
-    var w1 = load_tile(at, t0 + step, tiles);
-    var w2 = load_tile(at, t0 + 2u * step, tiles);
-    var w3 = load_tile(at, t0 + 3u * step, tiles);
-    prologue(lid, wid);
-    for (var n = 0u; n < BANDS; n = n + 1u) {
-        let b = wid + n * groups;
-        if (b >= bands) {
+    var t = 2u * (lid / LANES - first) + lane / 16u;
+    var w0 = load_tile(at, t, tiles);
+    var w1 = load_tile(at, t + step, tiles);
+    var w2 = load_tile(at, t + 2u * step, tiles);
+    var w3 = load_tile(at, t + 3u * step, tiles);
+    if (pro) {
+        prologue(lid, wid);
+    }
+    var acc = vec4<f32>(0.0);
+    loop {
+        acc = add_tile(acc, w0, t, tiles, lane);
+        acc = add_tile(acc, w1, t + step, tiles, lane);
+        acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
+        acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
+        t = t + UNROLL * step;
+        if (t >= tiles) {
             break;
         }
-        let next = tile_at(base + (b + groups) * 8u, lane, tiles);
-        let more = BANDS > 1u && n + 1u < BANDS && b + groups < bands;
-        var t = t0;
-        var acc = vec4<f32>(0.0);
-        loop {
-            acc = add_tile(acc, w0, t, tiles, lane);
-            acc = add_tile(acc, w1, t + step, tiles, lane);
-            acc = add_tile(acc, w2, t + 2u * step, tiles, lane);
-            acc = add_tile(acc, w3, t + 3u * step, tiles, lane);
-            t = t + UNROLL * step;
-            let done = t >= tiles;
-            if (done && !more) {
-                break;
-            }
-            let src = select(at, next, done);
-            t = select(t, t0, done);
-            w0 = load_tile(src, t, tiles);
-            w1 = load_tile(src, t + step, tiles);
-            w2 = load_tile(src, t + 2u * step, tiles);
-            w3 = load_tile(src, t + 3u * step, tiles);
-            if (done) {
-                break;
-            }
-        }
-        at = next;
-        if (n > 0u) {
-            workgroupBarrier();
-        }
-        band_sh[lid] = acc;
+        w0 = load_tile(at, t, tiles);
+        w1 = load_tile(at, t + step, tiles);
+        w2 = load_tile(at, t + 2u * step, tiles);
+        w3 = load_tile(at, t + 3u * step, tiles);
+    }
+    if (!pro) {
         workgroupBarrier();
-        band_write(lid, b, glu, scaled);
     }
-}
-
-// Where invocation `lane`'s piece of tile 0 of the eight rows from j0 (a multiple of 8) is.
-fn tile_at(j0: u32, lane: u32, tiles: u32) -> u32 {
-    return (j0 / 16u) * tiles * 32u + (j0 % 16u) * 2u + lane % 16u;
-}
-
-// Band b's sums out of band_sh: gemv_glu's SwiGLU where `glu` (runs 0–3 the gate rows, 4–7
-// the up rows), else its eight rows (gemv_out's).
-fn band_write(lid: u32, b: u32, glu: bool, scaled: bool) {
-    let j = b * 8u + lid;
-    if (lid >= 8u) {
-        return;
-    }
-    if (glu) {
-        if (j < p.rows_w / 2u) {
-            glu_out(j, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
-        }
-    } else if (j < p.rows_w) {
-        row_out(j, band_sums(0u, 8u, lid), scaled);
-    }
+    band_sh[lid] = acc;
+    workgroupBarrier();
 }
 
 // The invocation's piece of tile t of the rows (`at`: where its piece of tile 0 is), or of
@@ -312,8 +272,8 @@ fn add_tile(acc: vec4<f32>, w: W8, t: u32, tiles: u32, lane: u32) -> vec4<f32> {
     return select(acc, add_piece(acc, w, g), t < tiles);
 }
 
-// Row 8b + i's sums of band b of gemv_bands(…, first, runs): the pieces of its four
-// invocations of each run.
+// Row j0 + i's sums of gemv_band(…, first, runs): the pieces of its four invocations of
+// each run.
 fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
     var sums = vec4<f32>(0.0);
     for (var r = first; r < first + runs; r = r + 1u) {
@@ -327,31 +287,34 @@ fn band_sums(first: u32, runs: u32, i: u32) -> vec4<f32> {
 // the column's scale when `scaled`); every invocation of the workgroup must call it.
 fn gemv_out(lid: u32, wid: u32, groups: u32, scaled: bool) {
     let bands = (p.rows_w + 7u) / 8u;
-    if (p.tiled != 0u) {
-        gemv_bands(lid, wid, groups, bands, 0u, 0u, 8u, false, scaled);
-        return;
-    }
     for (var n = 0u; n < BANDS; n = n + 1u) {
         let b = wid + n * groups;
         if (b >= bands) {
             break;
         }
-        let row = gemv_row(lid, wid, n == 0u, b * 8u + lid / LANES);
-        if (lid % LANES == 0u && row.j < p.rows_w) {
-            row_out(row.j, row.sums, scaled);
+        let pro = n == 0u;
+        var row: Row;
+        var writes: bool;
+        if (p.tiled != 0u) {
+            gemv_band(lid, wid, pro, b * 8u, 0u, 8u);
+            writes = lid < 8u;
+            if (writes) {
+                row = Row(b * 8u + lid, band_sums(0u, 8u, lid));
+            }
+        } else {
+            row = gemv_row(lid, wid, pro, b * 8u + lid / LANES);
+            writes = lid % LANES == 0u;
         }
-    }
-}
-
-// Row j's sums written out, times the column's scale where `scaled`.
-fn row_out(j: u32, sums: vec4<f32>, scaled: bool) {
-    let i = p.row0 + j;
-    var s = 1.0;
-    if (scaled) {
-        s = scale_at(i);
-    }
-    for (var r = 0u; r < p.rows; r = r + 1u) {
-        out[(p.yr0 + r) * p.n + i] = sums[r] * s;
+        if (writes && row.j < p.rows_w) {
+            let i = p.row0 + row.j;
+            var s = 1.0;
+            if (scaled) {
+                s = scale_at(i);
+            }
+            for (var r = 0u; r < p.rows; r = r + 1u) {
+                out[(p.yr0 + r) * p.n + i] = row.sums[r] * s;
+            }
+        }
     }
 }
 
@@ -391,31 +354,36 @@ fn gemv_glu(
     let f = p.rows_w / 2u;
     let t = lid / LANES;
     let up = t >= 4u;
-    if (p.tiled != 0u) {
-        // The runs of the gate band and of the up band each walk their own rows.
-        gemv_bands(lid, wid.x, groups.x, (f + 7u) / 8u, select(0u, f, up), select(0u, 4u, up), 4u, true, false);
-        return;
-    }
-    let bands = (f + 3u) / 4u;
+    let rows = select(4u, 8u, p.tiled != 0u);
+    let bands = (f + rows - 1u) / rows;
     for (var n = 0u; n < BANDS; n = n + 1u) {
         let b = wid.x + n * groups.x;
         if (b >= bands) {
             break;
         }
         let pro = n == 0u;
-        let at = b * 4u + lid;
-        let i = min(b * 4u + t % 4u, f - 1u);
-        let row = gemv_row(lid, wid.x, pro, select(i, f + i, up));
-        // On a later band, the last band's sums may still be read.
-        if (!pro) {
+        let at = b * rows + lid;
+        if (p.tiled != 0u) {
+            // Every invocation reaches the barrier: the runs of the gate band and of the up
+            // band each call gemv_band for their own.
+            gemv_band(lid, wid.x, pro, select(0u, f, up) + b * 8u, select(0u, 4u, up), 4u);
+            if (lid < 8u && at < f) {
+                glu_out(at, band_sums(0u, 4u, lid)[0], band_sums(4u, 4u, lid)[0]);
+            }
+        } else {
+            let i = min(b * 4u + t % 4u, f - 1u);
+            let row = gemv_row(lid, wid.x, pro, select(i, f + i, up));
+            // On a later band, the last band's sums may still be read.
+            if (!pro) {
+                workgroupBarrier();
+            }
+            if (lid % LANES == 0u) {
+                glu_sh[t] = row.sums[0];
+            }
             workgroupBarrier();
-        }
-        if (lid % LANES == 0u) {
-            glu_sh[t] = row.sums[0];
-        }
-        workgroupBarrier();
-        if (lid < 4u && at < f) {
-            glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
+            if (lid < 4u && at < f) {
+                glu_out(at, glu_sh[lid], glu_sh[lid + 4u]);
+            }
         }
     }
 }
