@@ -29,3 +29,24 @@ for l in sys.stdin:
     print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" \
         | tee -a $OUT/a/summary.txt
 }
+
+# For the call scripts: the GPU tests of the carried test binary (the log in
+# $OUT/a/gpu-tests.log, its summary printed), then the larger config's random model made at
+# $large.
+call_start() {
+    mkdir -p $OUT/a
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $OUT/a/gpu-tests.log
+    grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests.log | head -20
+    large=/tmp/wgpu-large
+    timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+}
+
+# For the call scripts: the GPU time by kernel (DORY_WGPU_PROFILE) of the larger config's
+# decode at depth 0 under `label` with binary `bin`, appended to $OUT/a/profile.txt.
+profile_large() {
+    local label=$1 bin=$2
+    echo "== $label" >> $OUT/a/profile.txt
+    DORY_WGPU_PROFILE=1 timeout 120 $bin bench --backend wgpu --model $large --depth 0 \
+        --attention exact --exit none --prompt 16 --gen 32 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+}
