@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in 2026-12-06's fifteenth session, not run (no device time was left): the next
-# session's first call. A banded projection's next band read ahead into the same pieces as
+# Prepared in 2026-12-06's fifteenth session (no device time was left), run as the sixteenth
+# session's first call, with dory-tiny's rounds added. A banded projection's next band read ahead into the same pieces as
 # the band's last round, once used (df53fae, gemv.wgsl's gemv_bands: no more registers; calls
 # 1 and 2 held it in pieces of its own and ran 0.82×), taken out of main until measured.
 # Build with `bench/wgpu_h200.sh build df53fae` (main's binary as `dory`, df53fae's as
@@ -15,6 +15,11 @@ new=.wgpu-carry/dory-df53fae
 for prompt in 16 512 16; do
     bench_tg base $dory $large 0 exact $prompt 64 1
     bench_tg new $new $large 0 exact $prompt 64 1
+done
+# gemv_bands walks the one-band kernels too: dory-tiny's decode (tg128 after pp512), twice.
+for r in 1 2; do
+    bench_tg base $dory models/dory-tiny 0 exact 512 128 1
+    bench_tg new $new models/dory-tiny 0 exact 512 128 1
 done
 profile_large base $dory
 profile_large new $new
