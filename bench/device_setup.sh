@@ -43,10 +43,11 @@ call_start() {
 }
 
 # For the call scripts: the GPU time by kernel (DORY_WGPU_PROFILE) of the larger config's
-# decode at depth 0 under `label` with binary `bin`, appended to $OUT/a/profile.txt.
+# decode at depth 0 under `label` with binary `bin`, appended to $OUT/a/profile.txt; a third
+# argument names the profile's mode (1, each dispatch alone, by default; chain).
 profile_large() {
-    local label=$1 bin=$2
-    echo "== $label" >> $OUT/a/profile.txt
-    DORY_WGPU_PROFILE=1 timeout 120 $bin bench --backend wgpu --model $large --depth 0 \
+    local label=$1 bin=$2 mode=${3:-1}
+    echo "== $label ($mode)" >> $OUT/a/profile.txt
+    DORY_WGPU_PROFILE=$mode timeout 120 $bin bench --backend wgpu --model $large --depth 0 \
         --attention exact --exit none --prompt 16 --gen 32 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
 }

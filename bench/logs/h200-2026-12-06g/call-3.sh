@@ -23,4 +23,10 @@ for r in 1 2; do
 done
 profile_large base $dory
 profile_large new $new
-grep -E "^==|gemv" $OUT/a/profile.txt
+# Each kernel's share of the chain (DORY_WGPU_PROFILE=chain, new this session), of both
+# models' decode (dory-tiny's too), the sums against the unprofiled step.
+profile_large base $dory chain
+echo "== dory-tiny (chain)" >> $OUT/a/profile.txt
+DORY_WGPU_PROFILE=chain timeout 120 $dory bench --backend wgpu --model models/dory-tiny --depth 0 \
+    --attention exact --exit none --prompt 16 --gen 64 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+cat $OUT/a/profile.txt
