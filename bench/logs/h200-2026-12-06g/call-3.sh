@@ -38,4 +38,8 @@ for b in $dory $v4; do
     DORY_WGPU_PROFILE=chain timeout 120 $b bench --backend wgpu --model models/dory-tiny --depth 0 \
         --attention exact --exit none --prompt 16 --gen 64 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
 done
+# dory-tiny under its config's exit rule (2.4 passes a token), as a user runs it.
+echo "== dory-tiny, its exit rule (chain)" >> $OUT/a/profile.txt
+DORY_WGPU_PROFILE=chain timeout 120 $dory bench --backend wgpu --model models/dory-tiny --depth 0 \
+    --attention exact --prompt 16 --gen 64 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
 cat $OUT/a/profile.txt
