@@ -2,10 +2,6 @@
 //! dispatch (the adapter needs timestamp queries inside passes), summed by kernel name.
 //! Each submission then waits for its timestamps, so wall-clock speed under profiling is
 //! not the engine's; the GPU times are, and `report` sets them beside each other.
-//! With `DORY_WGPU_PROFILE=chain` a timestamp follows every dispatch instead (and one opens
-//! the pass): a kernel's time is then from the end of the dispatch before it to its own
-//! end, its share of the chain of dependent dispatches (its launch and barrier included),
-//! where the before-and-after stamps time each dispatch as if alone.
 //! With `DORY_WGPU_PROFILE=host` the submissions run as always and the host's wall time
 //! is split instead: recording (between submissions), the encoding's steps (uploads, bind
 //! groups, the compute pass, finishing the command buffer), submitting, recording ahead
@@ -20,12 +16,7 @@ use std::sync::{Mutex, OnceLock};
 pub const MAX_DISPATCHES: usize = 2048;
 
 pub fn enabled() -> bool {
-    matches!(mode(), Some("1" | "chain"))
-}
-
-/// Whether a kernel is timed as its share of the chain (`DORY_WGPU_PROFILE=chain`).
-pub fn chain() -> bool {
-    mode() == Some("chain")
+    mode() == Some("1")
 }
 
 /// Whether the host's time is split (`DORY_WGPU_PROFILE=host`).
@@ -99,8 +90,7 @@ pub fn report() -> Option<String> {
     let total: f64 = t.values().map(|v| v.1).sum();
     let mut rows: Vec<_> = t.iter().collect();
     rows.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1));
-    let how = if chain() { "each from the end of the dispatch before" } else { "each dispatch alone" };
-    let mut out = format!("GPU time by kernel (DORY_WGPU_PROFILE, {how}): {:.3} ms in all\n", total / 1e6);
+    let mut out = format!("GPU time by kernel (DORY_WGPU_PROFILE): {:.3} ms in all\n", total / 1e6);
     for (name, (n, ns)) in rows {
         out += &format!(
             "  {name:<24} {n:>8} dispatches {:>10.3} ms {:>6.1} % {:>8.2} µs each\n",

@@ -723,10 +723,9 @@ impl Recorder {
             self.gpu_seconds += ticks[1].saturating_sub(ticks[0]) as f64 * period * 1e-9;
             return Ok(());
         }
-        for (i, c) in cmds.iter().enumerate().take(stamped(s.count)) {
+        for (i, c) in cmds.iter().enumerate().take(s.count as usize / 2) {
             let name = self.dev.kernels.get(c.kernel).name;
-            let (from, to) = if crate::profile::chain() { (i, i + 1) } else { (2 * i, 2 * i + 1) };
-            crate::profile::add(name, ticks[to].saturating_sub(ticks[from]) as f64 * period);
+            crate::profile::add(name, ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period);
         }
         Ok(())
     }
@@ -767,33 +766,22 @@ fn encode(
             if !c.imm.is_empty() {
                 pass.set_immediates(0, &c.imm);
             }
-            let stamp = stamps.filter(|s| !timed && i < stamped(s.count));
-            let chain = crate::profile::chain();
-            if let Some(s) = stamp.filter(|_| !chain || i == 0) {
-                pass.write_timestamp(&s.set, if chain { 0 } else { 2 * i as u32 });
+            let stamp = stamps.filter(|_| !timed && i < crate::profile::MAX_DISPATCHES);
+            if let Some(s) = stamp {
+                pass.write_timestamp(&s.set, 2 * i as u32);
             }
             match (c.indirect, skip_args) {
                 (Some(at), Some(args)) => pass.dispatch_workgroups_indirect(&args.buffer, at),
                 _ => pass.dispatch_workgroups(c.groups[0], c.groups[1], c.groups[2]),
             }
             if let Some(s) = stamp {
-                pass.write_timestamp(&s.set, if chain { i as u32 + 1 } else { 2 * i as u32 + 1 });
+                pass.write_timestamp(&s.set, 2 * i as u32 + 1);
             }
         }
     }
     if let Some(s) = stamps {
         enc.resolve_query_set(&s.set, 0..s.count, &s.resolved, 0);
         enc.copy_buffer_to_buffer(&s.resolved, 0, &s.staging, 0, 8 * u64::from(s.count));
-    }
-}
-
-/// The dispatches `count` timestamps time: two stamps each, or one each after the pass's
-/// first (`profile::chain`).
-fn stamped(count: u32) -> usize {
-    if crate::profile::chain() {
-        count as usize - 1
-    } else {
-        count as usize / 2
     }
 }
 
@@ -807,8 +795,7 @@ struct Stamps {
 
 impl Stamps {
     fn new(dev: &GpuDevice, dispatches: usize) -> Stamps {
-        let n = dispatches.min(crate::profile::MAX_DISPATCHES) as u32;
-        let count = if crate::profile::chain() { n + 1 } else { 2 * n };
+        let count = 2 * dispatches.min(crate::profile::MAX_DISPATCHES) as u32;
         let buffer = |usage, label| {
             dev.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
