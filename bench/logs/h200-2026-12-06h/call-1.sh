@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# 2026-12-06, sixteenth session, call 1 (the session's second; its first was
+# bench/logs/h200-2026-12-06g/call-3): issue 9's figures on an H200, the first since the
+# 2026-12-05 seventh session (every call since ran on H100s), with main's binary (its kernels
+# those of 61cdd8d; their GPU tests passed on this H200 in 06g/call-3). In order of need, so
+# that a call cut short keeps the most: the larger config's pp512 + tg64 at depth 0 and the
+# PyTorch peer (compile + CUDA graph), dory-tiny's pp512 + tg128 (all passes and its exit
+# rule), the larger config at 4096 (exact) and 32768 (O(1)). Built with
+# `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
+cd "$(dirname "$0")/../../.."  # the repository root
+o=$OUT
+mkdir -p $o/a
+source bench/device_setup.sh
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+large=/tmp/wgpu-large
+timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+fig() { # model depth attention exit prompt gen reps
+    timeout 150 $dory bench --backend wgpu --model $1 --depth $2 --attention $3 --exit $4 --prompt $5 --gen $6 \
+        --reps $7 --json 2>&1 | grep -v XDG_RUNTIME | tee -a $o/a/figures.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    try: j = json.loads(l)
+    except ValueError: print(l.rstrip()); continue
+    print('$1 depth $2 $3 exit $4 tg', [round(j['tg'][k], 1) for k in ('median', 'min', 'max')],
+          'passes', round(j['passes_per_token'], 2), 'pp', [round(j['pp'][k]) for k in ('median', 'min', 'max')])" \
+        | tee -a $o/a/summary.txt
+}
+fig $large 0 exact none 512 64 2
+timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $o/a/torch.txt
+fig $large 0 exact none 512 64 2
+fig models/dory-tiny 0 exact none 512 128 3
+fig models/dory-tiny 0 exact kl:0.05 512 128 3
+fig $large 4096 exact none 512 64 1
+fig $large 32768 o1 none 512 64 1
