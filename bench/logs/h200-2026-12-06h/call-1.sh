@@ -3,9 +3,9 @@
 # bench/logs/h200-2026-12-06g/call-3): issue 9's figures on an H200, the first since the
 # 2026-12-05 seventh session (every call since ran on H100s), with main's binary (its kernels
 # those of 61cdd8d; their GPU tests passed on this H200 in 06g/call-3). In order of need, so
-# that a call cut short keeps the most: the larger config's pp512 + tg64 at depth 0 and the
-# PyTorch peer (compile + CUDA graph), dory-tiny's pp512 + tg128 (all passes and its exit
-# rule), the larger config at 4096 (exact) and 32768 (O(1)). Built with
+# that a call cut short keeps the most: the larger config's pp512 + tg64 at depth 0,
+# dory-tiny's pp512 + tg128 (all passes and its exit
+# rule), the larger config at 4096 (exact), the peer, and the larger config at 32768 (O(1)). Built with
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 o=$OUT
@@ -25,9 +25,9 @@ for l in sys.stdin:
         | tee -a $o/a/summary.txt
 }
 fig $large 0 exact none 512 64 2
-timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $o/a/torch.txt
-fig $large 0 exact none 512 64 2
 fig models/dory-tiny 0 exact none 512 128 3
 fig models/dory-tiny 0 exact kl:0.05 512 128 3
 fig $large 4096 exact none 512 64 1
+timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $o/a/torch.txt
+fig $large 0 exact none 512 64 2
 fig $large 32768 o1 none 512 64 1
