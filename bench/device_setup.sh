@@ -30,16 +30,36 @@ for l in sys.stdin:
         | tee -a $OUT/a/summary.txt
 }
 
-# For the call scripts: the GPU tests of the carried test binary (the log in
-# $OUT/a/gpu-tests.log, its summary printed), then the larger config's random model made at
-# $large.
-call_start() {
+# For the call scripts: one `dory bench` of the wgpu backend with the engine's binary, its
+# JSON lines appended to $OUT/a/figures.jsonl and its decode (median, min, max), passes and
+# prompt to $OUT/a/summary.txt. Arguments: model depth attention exit prompt gen reps.
+fig() {
+    mkdir -p $OUT/a
+    timeout 150 $dory bench --backend wgpu --model $1 --depth $2 --attention $3 --exit $4 --prompt $5 --gen $6 \
+        --reps $7 --json 2>&1 | grep -v XDG_RUNTIME | tee -a $OUT/a/figures.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    try: j = json.loads(l)
+    except ValueError: print(l.rstrip()); continue
+    print('$1 depth $2 $3 exit $4 tg', [round(j['tg'][k], 1) for k in ('median', 'min', 'max')],
+          'passes', round(j['passes_per_token'], 2), 'pp', [round(j['pp'][k]) for k in ('median', 'min', 'max')])" \
+        | tee -a $OUT/a/summary.txt
+}
+
+# For the call scripts: the card named, and the larger config's random model made at $large.
+large_model() {
     mkdir -p $OUT/a
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-    CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $OUT/a/gpu-tests.log
-    grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests.log | head -20
     large=/tmp/wgpu-large
     timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
+}
+
+# For the call scripts: large_model, after the GPU tests of the carried test binary (the
+# log in $OUT/a/gpu-tests.log, its summary printed).
+call_start() {
+    mkdir -p $OUT/a
+    CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $OUT/a/gpu-tests.log
+    grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests.log | head -20
+    large_model
 }
 
 # For the call scripts: the GPU time by kernel (DORY_WGPU_PROFILE) of the larger config's

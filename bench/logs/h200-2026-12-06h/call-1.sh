@@ -8,26 +8,12 @@
 # rule), the larger config at 4096 (exact), the peer, and the larger config at 32768 (O(1)). Built with
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
-o=$OUT
-mkdir -p $o/a
 source bench/device_setup.sh
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-large=/tmp/wgpu-large
-timeout 100 $dory init --config bench/wgpu-large.json --seed 1 --dtype f16 --out $large >/dev/null
-fig() { # model depth attention exit prompt gen reps
-    timeout 150 $dory bench --backend wgpu --model $1 --depth $2 --attention $3 --exit $4 --prompt $5 --gen $6 \
-        --reps $7 --json 2>&1 | grep -v XDG_RUNTIME | tee -a $o/a/figures.jsonl | python3 -c "import json,sys
-for l in sys.stdin:
-    try: j = json.loads(l)
-    except ValueError: print(l.rstrip()); continue
-    print('$1 depth $2 $3 exit $4 tg', [round(j['tg'][k], 1) for k in ('median', 'min', 'max')],
-          'passes', round(j['passes_per_token'], 2), 'pp', [round(j['pp'][k]) for k in ('median', 'min', 'max')])" \
-        | tee -a $o/a/summary.txt
-}
+large_model
 fig $large 0 exact none 512 64 2
 fig models/dory-tiny 0 exact none 512 128 3
 fig models/dory-tiny 0 exact kl:0.05 512 128 3
 fig $large 4096 exact none 512 64 1
-timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $o/a/torch.txt
+timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $OUT/a/torch.txt
 fig $large 0 exact none 512 64 2
 fig $large 32768 o1 none 512 64 1
