@@ -12,37 +12,34 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export DORY_REPO=$PWD
 dory=.wgpu-carry/dory
 
-# For the call scripts under bench/logs: one `dory bench` of the wgpu backend (no exit
-# rule), its JSON lines appended to $OUT/a/bench.jsonl under `label` and the decode's
-# median, min and max to $OUT/a/summary.txt. Arguments: label binary model depth attention
-# prompt gen reps; DORY_WGPU_* come from the caller's environment.
-bench_tg() {
-    local label=$1 bin=$2 m=$3 depth=$4 att=$5 pr=$6 gen=$7 reps=$8
+# For the call scripts under bench/logs: one `dory bench` of the wgpu backend, its JSON
+# lines appended to $OUT/a/bench.jsonl under `label` and its decode (median, min, max),
+# passes and prompt to $OUT/a/summary.txt. Arguments: label binary model depth attention
+# exit prompt gen reps timeout; DORY_WGPU_* come from the caller's environment.
+bench_run() {
+    local label=$1 bin=$2 m=$3 depth=$4 att=$5 exit=$6 pr=$7 gen=$8 reps=$9 limit=${10}
     mkdir -p $OUT/a
-    timeout 120 $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit none \
+    timeout $limit $bin bench --backend wgpu --model $m --depth $depth --attention $att --exit $exit \
         --prompt $pr --gen $gen --reps $reps --json 2>&1 | grep -v XDG_RUNTIME | sed "s/^/$label /" \
         | tee -a $OUT/a/bench.jsonl | python3 -c "import json,sys
 for l in sys.stdin:
     k, _, j = l.partition(' ')
     try: j = json.loads(j)
     except ValueError: print(l.rstrip()); continue
-    print(k, '$m depth $depth $att tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')])" \
+    print(k, '$m depth $depth $att exit $exit tg', [round(j['tg'][x], 1) for x in ('median', 'min', 'max')],
+          'passes', round(j['passes_per_token'], 2), 'pp', [round(j['pp'][x]) for x in ('median', 'min', 'max')])" \
         | tee -a $OUT/a/summary.txt
 }
 
-# For the call scripts: one `dory bench` of the wgpu backend with the engine's binary, its
-# JSON lines appended to $OUT/a/figures.jsonl and its decode (median, min, max), passes and
-# prompt to $OUT/a/summary.txt. Arguments: model depth attention exit prompt gen reps.
+# bench_run with no exit rule: label binary model depth attention prompt gen reps.
+bench_tg() {
+    bench_run "$1" "$2" "$3" "$4" "$5" none "$6" "$7" "$8" 120
+}
+
+# bench_run of the engine's binary, for issue 9's figures: model depth attention exit
+# prompt gen reps.
 fig() {
-    mkdir -p $OUT/a
-    timeout 150 $dory bench --backend wgpu --model $1 --depth $2 --attention $3 --exit $4 --prompt $5 --gen $6 \
-        --reps $7 --json 2>&1 | grep -v XDG_RUNTIME | tee -a $OUT/a/figures.jsonl | python3 -c "import json,sys
-for l in sys.stdin:
-    try: j = json.loads(l)
-    except ValueError: print(l.rstrip()); continue
-    print('$1 depth $2 $3 exit $4 tg', [round(j['tg'][k], 1) for k in ('median', 'min', 'max')],
-          'passes', round(j['passes_per_token'], 2), 'pp', [round(j['pp'][k]) for k in ('median', 'min', 'max')])" \
-        | tee -a $OUT/a/summary.txt
+    bench_run fig $dory "$@" 150
 }
 
 # For the call scripts: the card named, and the larger config's random model made at $large.
@@ -64,7 +61,7 @@ call_start() {
 
 # For the call scripts: the GPU time by kernel (DORY_WGPU_PROFILE) of the larger config's
 # decode at depth 0 under `label` with binary `bin`, appended to $OUT/a/profile.txt; a third
-# argument names the profile's mode (1, each dispatch alone, by default; chain).
+# argument sets DORY_WGPU_PROFILE (by default 1: each dispatch timed alone).
 profile_large() {
     local label=$1 bin=$2 mode=${3:-1}
     echo "== $label ($mode)" >> $OUT/a/profile.txt
