@@ -21,3 +21,9 @@ fig $large 32768 o1 none 512 64 1
 echo "== pp512, depth 0" >> $OUT/a/profile.txt
 DORY_WGPU_PROFILE=1 timeout 120 $dory bench --backend wgpu --model $large --depth 0 --attention exact \
     --exit none --prompt 512 --gen 2 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+# dory-tiny under its rule: GPU time by kernel, then the host's time by phase (who bounds it).
+for mode in 1 host; do
+    echo "== dory-tiny, kl:0.05 ($mode)" >> $OUT/a/profile.txt
+    DORY_WGPU_PROFILE=$mode timeout 120 $dory bench --backend wgpu --model models/dory-tiny --depth 0 --attention exact \
+        --exit kl:0.05 --prompt 512 --gen 128 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+done
