@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# 2026-12-06, seventeenth session, call 3: each decode kernel's work, its dispatch kept.
+# Call 2 left kernels out (DORY_WGPU_SKIP); but wgpu puts a barrier between two dispatches
+# only where the second uses a buffer the first wrote, so a kernel left out may also let its
+# neighbours overlap (attend and the out projection, where combine is left out). Here each
+# kernel is also dispatched with no workgroups (`DORY_WGPU_EMPTY=NAME,…`, indirect from a
+# buffer of zeros): its bindings, and so every barrier, stay. .wgpu-carry/dory-94004d8 is main's
+# engine plus the knobs of branch measure-skip2 (never merged). Built with
+# `bench/wgpu_h200.sh build 94004d8`; carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
+cd "$(dirname "$0")/../../.."  # the repository root
+source bench/device_setup.sh
+[ -n "${large:-}" ] || large_model
+m=$(ls .wgpu-carry/dory-* | grep -v kernels | grep -v '\.gz$' | head -1)
+run() {  # label model gen [VAR VALUE]
+    [ -z "${4:-}" ] || export $4=$5
+    bench_tg $1 $m $2 0 exact 512 $3 1
+    [ -z "${4:-}" ] || unset $4
+}
+for model in $large models/dory-tiny; do
+    gen=64; [ $model = $large ] || gen=128
+    run none $model $gen
+    for k in combine attend gemv gemv_residual gemv_glu_residual gemv_combine; do
+        run empty-$k $model $gen DORY_WGPU_EMPTY $k
+        run skip-$k $model $gen DORY_WGPU_SKIP $k
+    done
+    run empty-all $model $gen DORY_WGPU_EMPTY gemv,gemv_glu_residual,attend,gemv_residual,combine,gemv_edge,gemv_scaled,residual_mix,enter,embed,mix,copy,gemv_combine
+    run none $model $gen
+done
