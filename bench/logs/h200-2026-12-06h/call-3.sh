@@ -4,9 +4,10 @@
 # only where the second uses a buffer the first wrote, so a kernel left out may also let its
 # neighbours overlap (attend and the out projection, where combine is left out). Here each
 # kernel is also dispatched with no workgroups (`DORY_WGPU_EMPTY=NAME,…`, indirect from a
-# buffer of zeros): its bindings, and so every barrier, stay. .wgpu-carry/dory-94004d8 is main's
+# buffer of zeros): its bindings, and so every barrier, stay; and some dispatched twice in a
+# row (`DORY_WGPU_TWICE`). .wgpu-carry/dory-8a742be is main's
 # engine plus the knobs of branch measure-skip2 (never merged). Built with
-# `bench/wgpu_h200.sh build 94004d8`; carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
+# `bench/wgpu_h200.sh build 8a742be`; carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 [ -n "${large:-}" ] || large_model
@@ -25,4 +26,8 @@ for model in $large models/dory-tiny; do
     done
     run empty-all $model $gen DORY_WGPU_EMPTY gemv,gemv_glu_residual,attend,gemv_residual,combine,gemv_edge,gemv_scaled,residual_mix,enter,embed,mix,copy,gemv_combine
     run none $model $gen
+    # Run twice in a row (the second with its code and data warm): what a cold start costs.
+    for k in attend combine gemv_combine gemv; do
+        run twice-$k $model $gen DORY_WGPU_TWICE $k
+    done
 done
