@@ -17,17 +17,17 @@ run() {  # label model gen [VAR VALUE]
     bench_tg $1 $m $2 0 exact 512 $3 1
     [ -z "${4:-}" ] || unset $4
 }
-for model in $large models/dory-tiny; do
-    gen=64; [ $model = $large ] || gen=128
-    run none $model $gen
-    for k in combine attend gemv gemv_residual gemv_glu_residual gemv_combine; do
-        run empty-$k $model $gen DORY_WGPU_EMPTY $k
-        run skip-$k $model $gen DORY_WGPU_SKIP $k
-    done
-    run empty-all $model $gen DORY_WGPU_EMPTY gemv,gemv_glu_residual,attend,gemv_residual,combine,gemv_edge,gemv_scaled,residual_mix,enter,embed,mix,copy,gemv_combine
-    run none $model $gen
-    # Run twice in a row (the second with its code and data warm): what a cold start costs.
-    for k in attend combine gemv_combine gemv; do
-        run twice-$k $model $gen DORY_WGPU_TWICE $k
-    done
+# Cut to what ~8 minutes of device time left can hold: per model, the baseline first and last.
+run none $large 64
+for k in combine attend gemv; do
+    run empty-$k $large 64 DORY_WGPU_EMPTY $k
+    run twice-$k $large 64 DORY_WGPU_TWICE $k
 done
+run skip-combine $large 64 DORY_WGPU_SKIP combine
+run none $large 64
+run none models/dory-tiny 128
+for k in attend gemv_combine; do
+    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
+    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
+done
+run none models/dory-tiny 128
