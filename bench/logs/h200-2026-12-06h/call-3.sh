@@ -17,17 +17,15 @@ run() {  # label model gen [VAR VALUE]
     bench_tg $1 $m $2 0 exact 512 $3 1
     [ -z "${4:-}" ] || unset $4
 }
-# Cut to what ~8 minutes of device time left can hold: per model, the baseline first and last.
+# Cut to what ~6 minutes of device time left can hold: per model, the baseline first and last.
 run none $large 64
-for k in combine attend gemv; do
+for k in attend combine; do
     run empty-$k $large 64 DORY_WGPU_EMPTY $k
     run twice-$k $large 64 DORY_WGPU_TWICE $k
 done
 run skip-combine $large 64 DORY_WGPU_SKIP combine
 run none $large 64
 run none models/dory-tiny 128
-for k in attend gemv_combine; do
-    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
-    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
-done
+run empty-attend models/dory-tiny 128 DORY_WGPU_EMPTY attend
+run twice-attend models/dory-tiny 128 DORY_WGPU_TWICE attend
 run none models/dory-tiny 128
