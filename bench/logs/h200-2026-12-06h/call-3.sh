@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# 2026-12-06, seventeenth session, call 3: each decode kernel's work, its dispatch kept.
+# 2026-12-06, seventeenth session, call 3 (not run: the session's device time went to failed
+# starts; prepared for the next session's first call): each decode kernel's work, its
+# dispatch kept.
 # Call 2 left kernels out (DORY_WGPU_SKIP); but wgpu puts a barrier between two dispatches
 # only where the second uses a buffer the first wrote, so a kernel left out may also let its
 # neighbours overlap (attend and the out projection, where combine is left out). Here each
@@ -17,15 +19,18 @@ run() {  # label model gen [VAR VALUE]
     bench_tg $1 $m $2 0 exact 512 $3 1
     [ -z "${4:-}" ] || unset $4
 }
-# Cut to what ~6 minutes of device time left can hold: per model, the baseline first and last.
+# Per model, the baseline first, between and last (~3 minutes of runs).
 run none $large 64
-for k in attend combine; do
+for k in attend combine gemv gemv_residual gemv_glu_residual; do
     run empty-$k $large 64 DORY_WGPU_EMPTY $k
     run twice-$k $large 64 DORY_WGPU_TWICE $k
+    [ $k = combine ] && run none $large 64
 done
 run skip-combine $large 64 DORY_WGPU_SKIP combine
 run none $large 64
 run none models/dory-tiny 128
-run empty-attend models/dory-tiny 128 DORY_WGPU_EMPTY attend
-run twice-attend models/dory-tiny 128 DORY_WGPU_TWICE attend
+for k in attend gemv_combine gemv_glu_residual; do
+    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
+    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
+done
 run none models/dory-tiny 128
