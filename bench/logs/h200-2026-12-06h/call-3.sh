@@ -2,9 +2,9 @@
 # 2026-12-06, seventeenth session, call 3 (not run: the session's device time went to failed
 # starts; prepared for the next session's first call): each decode kernel's work, its
 # dispatch kept.
-# Call 2 left kernels out (DORY_WGPU_SKIP); but wgpu puts a barrier between two dispatches
-# only where the second uses a buffer the first wrote, so a kernel left out may also let its
-# neighbours overlap (attend and the out projection, where combine is left out). Here each
+# Call 2 left kernels out (DORY_WGPU_SKIP); but wgpu puts a barrier before a dispatch only
+# for the buffers it binds whose state must change (one written, or read before and written
+# now), so a kernel left out may also take a barrier away between its neighbours. Here each
 # kernel is also dispatched with no workgroups (`DORY_WGPU_EMPTY=NAME,…`, indirect from a
 # buffer of zeros): its bindings, and so every barrier, stay; and some dispatched twice in a
 # row (`DORY_WGPU_TWICE`). .wgpu-carry/dory-8a742be is main's
