@@ -108,10 +108,14 @@ pub enum Bind {
     Upload,
 }
 
+/// A dispatch's bindings, inline up to the most any kernel has (attend.wgsl's ten), so that
+/// recording them allocates nothing.
+pub type Binds = SmallVec<[(u32, Bind); 12]>;
+
 /// A recorded dispatch. Small vectors inline: recording a step allocates nothing.
 struct Cmd {
     kernel: KernelId,
-    binds: SmallVec<[(u32, Bind); 8]>,
+    binds: Binds,
     imm: SmallVec<[u8; 64]>,
     groups: [u32; 3],
     /// In a region that may be skipped (`skip_from`): its counts' offset in the skip args.
@@ -119,7 +123,7 @@ struct Cmd {
 }
 
 /// A bind group's identity: the kernel and each binding's buffer.
-type GroupKey = (KernelId, SmallVec<[(u32, u64); 8]>);
+type GroupKey = (KernelId, SmallVec<[(u32, u64); 12]>);
 
 struct Cached {
     group: wgpu::BindGroup,
@@ -654,7 +658,10 @@ impl Recorder {
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
         }
-        drop(cmds);
+        // Emptied, the list keeps its room for the next submission's dispatches.
+        let mut cmds = cmds;
+        cmds.clear();
+        self.cmds = cmds;
         self.sweep();
         if read.is_some() {
             self.batch = batch_for(self.since_sync);

@@ -11,7 +11,8 @@ use dory::cache::{Keys, Rows};
 use super::prep::PrepBufs;
 use super::row_batches;
 use crate::kernels::{Options, ATTEND_COOP_REGION};
-use crate::record::{Bind, Recorder, Store};
+use crate::record::{Bind, Binds, Recorder, Store};
+use smallvec::smallvec;
 
 /// Where positions sit in a cache and which ones a row sees, as attend.wgsl reads them.
 #[derive(Clone, Copy, Debug)]
@@ -304,9 +305,10 @@ pub fn join_binds(b: &AttendBufs) -> [(u32, Bind); 4] {
 }
 
 /// The bindings attend.wgsl and attend_rows.wgsl share (attend.wgsl binds three more).
-fn walk_binds(b: &AttendBufs) -> Vec<(u32, Bind)> {
+fn walk_binds(b: &AttendBufs) -> Binds {
     let pb = b.prep;
-    let mut binds = vec![(0, Bind::Buf(pb.q.clone())), (1, Bind::Buf(pb.k.clone())), (2, Bind::Buf(pb.v.clone()))];
+    let mut binds: Binds =
+        smallvec![(0, Bind::Buf(pb.q.clone())), (1, Bind::Buf(pb.k.clone())), (2, Bind::Buf(pb.v.clone()))];
     binds.extend(join_binds(b));
     binds
 }
@@ -322,7 +324,7 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
         let p = RowsParams { walk: Walk::new(c, a), direct: 0, block0: 0, scale: c.attn_scale };
         let kv_binds = [binds[1].clone(), binds[2].clone(), (9, Bind::Buf(cb.kv_parts.clone()))];
         rec.dispatch(k.kv_parts, &kv_binds, &p, [cb.len.div_ceil(4).min(super::MAX_GROUPS) as u32, kv, 1]);
-        binds = vec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
+        binds = smallvec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
         binds.extend([(8, Bind::Buf(cb.scratch.clone())), (9, Bind::Buf(cb.kv_parts.clone()))]);
         binds.extend(join_binds(b));
         (kernel, block) = (k.attend, COOP_BLOCK);

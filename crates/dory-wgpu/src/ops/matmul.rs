@@ -16,7 +16,8 @@ use crate::error::gpu_err;
 use crate::kernels::{dtype_index, Coop};
 use crate::model::{Matrix, Part};
 use crate::ops::{residual, row_batches};
-use crate::record::{groups_for, Bind, Recorder, Store};
+use crate::record::{groups_for, Bind, Binds, Recorder, Store};
+use smallvec::smallvec;
 
 params! {
     /// The parameters of the projections of several rows (gemv.wgsl, gemm.wgsl).
@@ -273,7 +274,7 @@ pub fn record(rec: &mut Recorder, w: &Matrix, x: &Arc<Store>, xr0: usize, out: &
     let (res, eps) = residual_binds(rec, x, input);
     let [kv_heads, d, chunks] = join_shape(input);
     for part in &w.parts {
-        let mut binds = vec![
+        let mut binds: Binds = smallvec![
             (0, Bind::Buf(part.store.clone())),
             (1, Bind::Buf(x.clone())),
             (2, Bind::Buf(out.clone())),
@@ -463,7 +464,7 @@ impl Product<'_> {
         };
         let kernel = kernels[usize::from(self.scale.is_some())];
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
-        let mut binds = vec![
+        let mut binds: Binds = smallvec![
             (0, Bind::Buf(w.clone())),
             (1, Bind::Buf(self.parts.clone())),
             (2, Bind::Buf(self.out.clone())),
@@ -616,7 +617,7 @@ pub fn glu(rec: &mut Recorder, gate_up: &Matrix, x: &Arc<Store>, m: &Arc<Store>,
     };
     let part = &gate_up.parts[0];
     let (res, eps) = residual_binds(rec, x, input);
-    let mut binds = vec![
+    let mut binds: Binds = smallvec![
         (0, Bind::Buf(part.store.clone())),
         (1, Bind::Buf(x.clone())),
         (2, Bind::Buf(m.clone())),

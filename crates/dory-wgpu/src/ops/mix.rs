@@ -5,7 +5,8 @@ use std::sync::Arc;
 use dory::backend::Mix;
 
 use super::row_batches;
-use crate::record::{Bind, Recorder, Store};
+use crate::record::{Bind, Binds, Recorder, Store};
+use smallvec::smallvec;
 
 params! {
     /// mix.wgsl's parameters.
@@ -39,7 +40,7 @@ pub fn record(
     rows: usize,
 ) {
     let kernels = &rec.dev().kernels;
-    let mut binds = vec![(0, Bind::Buf(h.clone())), (1, Bind::Buf(x.clone())), (2, Bind::Buf(s.clone()))];
+    let mut binds: Binds = smallvec![(0, Bind::Buf(h.clone())), (1, Bind::Buf(x.clone())), (2, Bind::Buf(s.clone()))];
     let kernel = match residual {
         Some((o, alpha)) => {
             binds.extend([(3, Bind::Buf(o.clone())), (4, Bind::Buf(alpha.clone()))]);

@@ -6,7 +6,8 @@ use dory::nystrom::Landmarks;
 
 use super::attend::{self, AttendBufs};
 use crate::device::GpuDevice;
-use crate::record::{Bind, Recorder, Store};
+use crate::record::{Bind, Binds, Recorder, Store};
+use smallvec::smallvec;
 
 params! {
     /// o1.wgsl's parameters.
@@ -69,7 +70,7 @@ pub fn push(rec: &mut Recorder, c: &dory::Config, k: &Arc<Store>, v: &Arc<Store>
 /// (when `far`), into `b.z`.
 pub fn combine(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, lm: &Sealed, chunks: usize, far: bool) {
     let kernel = rec.dev().kernels.combine_sealed;
-    let mut binds = vec![(2, Bind::Buf(lm.store.clone())), (7, Bind::Buf(b.prep.q.clone()))];
+    let mut binds: Binds = smallvec![(2, Bind::Buf(lm.store.clone())), (7, Bind::Buf(b.prep.q.clone()))];
     binds.extend(attend::join_binds(b));
     let p = Params { chunks: chunks as u32, far: u32::from(far), rect: u32::from(lm.rect), ..params(c, lm.m) };
     rec.dispatch(kernel, &binds, &p, [c.heads as u32, 1, 1]);
