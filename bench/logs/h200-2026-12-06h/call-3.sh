@@ -7,13 +7,16 @@
 # now), so a kernel left out may also take a barrier away between its neighbours. Here each
 # kernel is also dispatched with no workgroups (`DORY_WGPU_EMPTY=NAME,…`, indirect from a
 # buffer of zeros): its bindings, and so every barrier, stay; and some dispatched twice in a
-# row (`DORY_WGPU_TWICE`). .wgpu-carry/dory-8a742be is main's
-# engine plus the knobs of branch measure-skip2 (never merged). Built with
-# `bench/wgpu_h200.sh build 8a742be`; carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
+# row (`DORY_WGPU_TWICE`). .wgpu-carry/dory-d078ca0 is main's
+# engine plus the knobs of branch measure-skip2 (never merged). Last, dory-tiny under its
+# rule with main's binary (its host's recording lighter, e3c4334) beside the session's start
+# (9d4cdaa), interleaved: the rule is bound by the host on the H100 machines. Built with
+# `bench/wgpu_h200.sh build d078ca0`, then `bench/wgpu_h200.sh build 9d4cdaa` (each also builds
+# main's); carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 [ -n "${large:-}" ] || large_model
-m=$(ls .wgpu-carry/dory-* | grep -v kernels | grep -v '\.gz$' | head -1)
+m=.wgpu-carry/dory-d078ca0
 run() {  # label model gen [VAR VALUE]
     [ -z "${4:-}" ] || export $4=$5
     bench_tg $1 $m $2 0 exact 512 $3 1
@@ -34,3 +37,7 @@ for k in attend gemv_combine gemv_glu_residual; do
     run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
 done
 run none models/dory-tiny 128
+for r in 1 2 3; do
+    bench_run rule-main $dory models/dory-tiny 0 exact kl:0.05 512 128 1 120
+    bench_run rule-9d4cdaa .wgpu-carry/dory-9d4cdaa models/dory-tiny 0 exact kl:0.05 512 128 1 120
+done
