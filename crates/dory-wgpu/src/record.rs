@@ -108,9 +108,12 @@ pub enum Bind {
     Upload,
 }
 
-/// A dispatch's bindings, inline up to the most any kernel has (attend.wgsl's ten), so that
-/// recording them allocates nothing.
-pub type Binds = SmallVec<[(u32, Bind); 12]>;
+/// The most bindings any kernel has (attend.wgsl's ten).
+const MOST_BINDINGS: usize = 10;
+
+/// A dispatch's bindings, inline up to MOST_BINDINGS, so that recording them allocates
+/// nothing.
+pub type Binds = SmallVec<[(u32, Bind); MOST_BINDINGS]>;
 
 /// A recorded dispatch. Small vectors inline: recording a step allocates nothing.
 struct Cmd {
@@ -123,7 +126,7 @@ struct Cmd {
 }
 
 /// A bind group's identity: the kernel and each binding's buffer.
-type GroupKey = (KernelId, SmallVec<[(u32, u64); 12]>);
+type GroupKey = (KernelId, SmallVec<[(u32, u64); MOST_BINDINGS]>);
 
 struct Cached {
     group: wgpu::BindGroup,
@@ -629,7 +632,7 @@ impl Recorder {
         self.write_uploads()?;
         self.write_skip_args()?;
         lap(Phase::Uploads, &mut since);
-        let cmds = std::mem::take(&mut self.cmds);
+        let mut cmds = std::mem::take(&mut self.cmds);
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         lap(Phase::BindGroups, &mut since);
         let dev = self.dev.clone();
@@ -659,7 +662,6 @@ impl Recorder {
             self.take_stamps(&s, timed, &cmds)?;
         }
         // Emptied, the list keeps its room for the next submission's dispatches.
-        let mut cmds = cmds;
         cmds.clear();
         self.cmds = cmds;
         self.sweep();
