@@ -1,5 +1,5 @@
-//! Deferred recording: the ops append dispatches to a list, and the list becomes one
-//! compute pass of one command encoder at the next sync point (`read`), or earlier in
+//! Deferred recording: the ops append dispatches to a list, and the list becomes a
+//! submission's command buffers at the next sync point (`read`), or earlier in
 //! batches submitted without waiting, so that the GPU works on a step while the CPU still
 //! encodes the rest of it. A batch is a quarter of the dispatches the last step between
 //! sync points had, within [MIN_BATCH, MAX_BATCH]: a small model's step, which the host's
@@ -7,9 +7,10 @@
 //! batches, and a large one's, which the GPU bounds, goes in a few submissions (each costs
 //! the GPU a gap). Small per-dispatch data (token ids, RoPE
 //! tables, relayout moves) goes into an upload arena written once per submission; bind
-//! groups are created on first use and cached by the buffers they bind.
+//! groups are created on first use and cached by the buffers they bind. A submission of
+//! many dispatches is encoded in parts, by threads of the pool at once (`encode_parts`).
 //!
-//! Ops can also be held (`hold`): encoded into a command buffer of their own while the
+//! Ops can also be held (`hold`): encoded into command buffers of their own while the
 //! device runs what was submitted before, and submitted at `release`. A decoding step is
 //! recorded so, ahead of its token, while the step before it runs (`Forward::read_last`):
 //! the host's encoding then overlaps the device's work instead of following it.
@@ -199,9 +200,9 @@ struct Holding {
     token: Option<usize>,
 }
 
-/// Held ops, encoded into a command buffer whose uploads are written as it is released.
+/// Held ops, encoded into command buffers whose uploads are written as they are released.
 struct Held {
-    buffer: wgpu::CommandBuffer,
+    buffers: Vec<wgpu::CommandBuffer>,
     uploads: Vec<u32>,
     arena: Arc<Store>,
     token: Option<usize>,
@@ -583,9 +584,8 @@ impl Recorder {
         let unheld = self.upload.replace(arena.clone());
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
-        let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
-        encode(&self.dev, &mut enc, cmds, &groups, None, false, skips.as_ref().map(|(_, args)| &**args));
-        Ok(Held { buffer: enc.finish(), uploads, arena, token, skips })
+        let buffers = encode_parts(&self.dev, cmds, &groups, skips.as_ref().map(|(_, args)| &**args), |_| {});
+        Ok(Held { buffers, uploads, arena, token, skips })
     }
 
     /// Waits for a read's copy and mapping.
@@ -624,7 +624,7 @@ impl Recorder {
         if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
             // Only held ops (a decoding step with its token among them): no encoder.
             held.write(&self.dev);
-            self.dev.queue.submit(then.map(|h| h.buffer));
+            self.dev.queue.submit(then.into_iter().flat_map(|h| h.buffers));
             lap(Phase::Submit, &mut since);
             self.returned = since;
             return Ok(None);
@@ -636,27 +636,22 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         lap(Phase::BindGroups, &mut since);
         let dev = self.dev.clone();
-        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
         let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
         let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
         let skip_args = self.skip_args.clone();
-        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref());
-        lap(Phase::Pass, &mut since);
         let read = read.map(|(src, bytes)| {
             let bytes = read_bytes(bytes);
-            let staging = self.staging_for(bytes);
-            enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
-            (src.id, staging, bytes)
+            (src, self.staging_for(bytes), bytes)
         });
-        let buffer = enc.finish();
+        let copy = read.as_ref().map(|(src, staging, bytes)| (&src.buffer, staging, *bytes));
+        let mut buffers = command_buffers(&dev, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref(), copy);
         lap(Phase::Finish, &mut since);
-        let index = match then {
-            Some(held) => {
-                held.write(&dev);
-                dev.queue.submit([buffer, held.buffer])
-            }
-            None => dev.queue.submit([buffer]),
-        };
+        if let Some(held) = then {
+            held.write(&dev);
+            buffers.extend(held.buffers);
+        }
+        let index = dev.queue.submit(buffers);
+        let read = read.map(|(src, staging, bytes)| (src.id, staging, bytes));
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
@@ -748,6 +743,82 @@ fn counted(mut counts: Vec<u32>) -> dory::Result<Vec<u32>> {
     }
     counts[0] = n as u32;
     Ok(counts)
+}
+
+/// A submission's command buffers: `cmds`, then `copy`'s bytes from one buffer into
+/// another. Profiled (`stamps`), one pass, its dispatches' stamps in one query set.
+fn command_buffers(
+    dev: &GpuDevice,
+    cmds: &[Cmd],
+    groups: &[wgpu::BindGroup],
+    stamps: Option<&Stamps>,
+    timed: bool,
+    skip_args: Option<&Store>,
+    copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>,
+) -> Vec<wgpu::CommandBuffer> {
+    let tail = |enc: &mut wgpu::CommandEncoder| {
+        if let Some((src, dst, bytes)) = copy {
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        }
+    };
+    if stamps.is_none() {
+        return encode_parts(dev, cmds, groups, skip_args, tail);
+    }
+    let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+    encode(dev, &mut enc, cmds, groups, stamps, timed, skip_args);
+    tail(&mut enc);
+    vec![enc.finish()]
+}
+
+/// Dispatches a part of a submission's command buffers holds at least (`DORY_WGPU_PART=N`
+/// sets it; 0: one part).
+fn part() -> usize {
+    static PART: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PART.get_or_init(|| std::env::var("DORY_WGPU_PART").ok().and_then(|v| v.parse().ok()).unwrap_or(32))
+}
+
+/// Encodes `cmds` into command buffers, submitted in order: wgpu checks and tracks each
+/// dispatch as its encoder finishes (~3 µs a dispatch on the H100 machine's host, the most
+/// of a small model's step), so a step of many dispatches is cut into parts of at least
+/// `part()` that threads of the pool encode and finish at once; `tail` adds its commands
+/// (a read's copy) after the last part's pass.
+fn encode_parts(
+    dev: &GpuDevice,
+    cmds: &[Cmd],
+    groups: &[wgpu::BindGroup],
+    skip_args: Option<&Store>,
+    tail: impl FnOnce(&mut wgpu::CommandEncoder) + Send,
+) -> Vec<wgpu::CommandBuffer> {
+    let one = |cmds: &[Cmd], groups: &[wgpu::BindGroup]| {
+        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+        encode(dev, &mut enc, cmds, groups, None, false, skip_args);
+        enc
+    };
+    let parts = match part() {
+        0 => 1,
+        p => (cmds.len() / p).clamp(1, rayon::current_num_threads()),
+    };
+    // The leading parts on the pool, the last (the largest, with the tail) here.
+    let per = cmds.len() / parts;
+    let lead = per * (parts - 1);
+    let last = || {
+        let mut enc = one(&cmds[lead..], &groups[lead..]);
+        tail(&mut enc);
+        enc.finish()
+    };
+    if parts == 1 {
+        return vec![last()];
+    }
+    let (mut buffers, last) = rayon::join(
+        || {
+            use rayon::prelude::*;
+            let leading = cmds[..lead].par_chunks(per).zip(groups[..lead].par_chunks(per));
+            leading.map(|(c, g)| one(c, g).finish()).collect::<Vec<_>>()
+        },
+        last,
+    );
+    buffers.push(last);
+    buffers
 }
 
 /// Records `cmds` as one compute pass of `enc`, with timestamps around the pass (`timed`)
