@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# 2026-12-07, eighteenth session, call 1. A decoded step under dory-tiny's exit rule records
+# all four passes (~96 dispatches, 2.4 of the passes run), and on the H100 machines the host
+# bounds it: wgpu checks and tracks each dispatch as its encoder finishes, ~301 µs of a
+# token's ~480 µs of host time (the seventeenth session's call 1). Main now encodes a
+# submission's dispatches in parts of at least DORY_WGPU_PART (default 32; 0: one part) on
+# threads of the pool at once. Here: the GPU tests (also with parts of 4), dory-tiny under
+# its rule with one part, 32 and 16 (three rounds, interleaved), the host's time by phase,
+# then all passes and the larger config (the GPU's bound: parts must not cost it). Last, the
+# seventeenth session's call 3 on .wgpu-carry/dory-45cf9ce (main plus the knobs of
+# measure-3.patch beside this script, never merged): each decode kernel dispatched with no
+# workgroups (DORY_WGPU_EMPTY, its barriers kept) and twice in a row (DORY_WGPU_TWICE).
+# Built with `bench/wgpu_h200.sh build 45cf9ce` (the branch measure-3: main at 2aa0000 plus
+# the patch); carry .gl and .wgpu-carry. tg after pp512, exact, depth 0.
+cd "$(dirname "$0")/../../.."  # the repository root
+source bench/device_setup.sh
+call_start
+DORY_WGPU_PART=4 CI=true timeout 150 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $OUT/a/gpu-tests-part4.log
+grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests-part4.log | head -20
+echo "cores: $(nproc)"
+for r in 1 2 3; do
+    for p in 0 32 16; do
+        DORY_WGPU_PART=$p bench_run rule-part$p $dory models/dory-tiny 0 exact kl:0.05 512 128 1 120
+    done
+done
+for p in 0 32; do
+    echo "== dory-tiny, kl:0.05, part $p (host)" >> $OUT/a/profile.txt
+    DORY_WGPU_PART=$p DORY_WGPU_PROFILE=host timeout 120 $dory bench --backend wgpu --model models/dory-tiny --depth 0 \
+        --attention exact --exit kl:0.05 --prompt 512 --gen 128 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+done
+for r in 1 2; do
+    for p in 0 32; do
+        DORY_WGPU_PART=$p bench_tg all-part$p $dory models/dory-tiny 0 exact 512 128 1
+        DORY_WGPU_PART=$p bench_tg large-part$p $dory $large 0 exact 512 64 1
+    done
+done
+m=.wgpu-carry/dory-45cf9ce
+run() {  # label model gen [VAR VALUE]
+    [ -z "${4:-}" ] || export $4=$5
+    bench_tg $1 $m $2 0 exact 512 $3 1
+    [ -z "${4:-}" ] || unset $4
+}
+run none $large 64
+for k in attend combine gemv gemv_residual gemv_glu_residual; do
+    run empty-$k $large 64 DORY_WGPU_EMPTY $k
+    run twice-$k $large 64 DORY_WGPU_TWICE $k
+done
+run none $large 64
+run none models/dory-tiny 128
+for k in attend gemv_combine gemv_glu_residual gemv_residual gemv; do
+    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
+    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
+done
+run none models/dory-tiny 128
