@@ -196,6 +196,10 @@ struct Holding {
     upload: Option<Arc<Store>>,
     /// A read started by `read_begin`.
     pending: Option<Pending>,
+    /// A read begun with nothing recorded before it, its copy not yet submitted: it goes
+    /// first in the next submission (a greedy decoder's next step, recorded while the
+    /// device runs this one), one submission a token fewer.
+    unsent: Option<Unsent>,
     /// Where the held ops' uploads keep the token that `release` is given (`token_at`).
     token: Option<usize>,
 }
@@ -221,6 +225,13 @@ impl Held {
             dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(counts));
         }
     }
+}
+
+/// A read begun whose copy waits for the next submission (`Holding::unsent`).
+struct Unsent {
+    store: u64,
+    buffer: wgpu::Buffer,
+    bytes: u64,
 }
 
 /// A read on its way: `bytes` of the buffer `store` copied into `staging`, being mapped.
@@ -447,6 +458,9 @@ impl Recorder {
     /// and waits for them; a read of what `read_begin` started only waits.
     pub fn submit(&mut self, read: Option<(&Store, u64)>) -> dory::Result<Option<Vec<u32>>> {
         self.end_hold();
+        if self.ahead.unsent.is_some() {
+            self.send(None, None)?;
+        }
         if let Some(p) = self.ahead.pending.take() {
             let same = read.is_some_and(|(src, bytes)| src.id == p.store && read_bytes(bytes) == p.bytes);
             let words = self.wait(p)?;
@@ -459,12 +473,18 @@ impl Recorder {
     }
 
     /// Submits everything recorded with `bytes` of `src` copied back after it, and returns
-    /// at once: the next `submit` reading the same waits for the copy.
+    /// at once: the next `submit` reading the same waits for the copy. With nothing
+    /// recorded, the copy waits for the next submission, of which it goes first.
     pub fn read_begin(&mut self, src: &Store, bytes: u64) {
         if let Some(p) = self.ahead.pending.take() {
             if let Err(e) = self.wait(p) {
                 self.fail(e);
             }
+        }
+        if self.cmds.is_empty() && self.ahead.parked.is_none() && self.skipping.is_none() {
+            let (store, buffer, bytes) = (src.id, src.buffer.clone(), read_bytes(bytes));
+            self.ahead.unsent = Some(Unsent { store, buffer, bytes });
+            return;
         }
         match self.send(Some((src, bytes)), None) {
             Ok(p) => self.ahead.pending = p,
@@ -584,7 +604,7 @@ impl Recorder {
         let unheld = self.upload.replace(arena.clone());
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
-        let buffers = encode_parts(&self.dev, cmds, &groups, skips.as_ref().map(|(_, args)| &**args), |_| {});
+        let buffers = encode_parts(&self.dev, cmds, &groups, skips.as_ref().map(|(_, args)| &**args), [None, None]);
         Ok(Held { buffers, uploads, arena, token, skips })
     }
 
@@ -603,6 +623,7 @@ impl Recorder {
     /// buffer are copied back after them and their mapping begun.
     fn send(&mut self, read: Option<(&Store, u64)>, then: Option<Held>) -> dory::Result<Option<Pending>> {
         self.unbatched = false;
+        let first = self.ahead.unsent.take();
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();
@@ -621,7 +642,7 @@ impl Recorder {
             }
         };
         let mut since = host;
-        if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
+        if let (true, None, None, Some(held)) = (self.cmds.is_empty(), read, &first, then.as_ref()) {
             // Only held ops (a decoding step with its token among them): no encoder.
             held.write(&self.dev);
             self.dev.queue.submit(then.into_iter().flat_map(|h| h.buffers));
@@ -639,19 +660,23 @@ impl Recorder {
         let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
         let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
         let skip_args = self.skip_args.clone();
-        let read = read.map(|(src, bytes)| {
-            let bytes = read_bytes(bytes);
-            (src, self.staging_for(bytes), bytes)
-        });
-        let copy = read.as_ref().map(|(src, staging, bytes)| (&src.buffer, staging, *bytes));
-        let mut buffers = command_buffers(&dev, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref(), copy);
+        // A read begun unsent goes first (no other read comes with it), one asked for last.
+        let copy = match (first, read) {
+            (Some(u), _) => Some((u.store, u.buffer, u.bytes, true)),
+            (None, Some((src, bytes))) => Some((src.id, src.buffer.clone(), read_bytes(bytes), false)),
+            (None, None) => None,
+        };
+        let staging = copy.as_ref().map(|c| self.staging_for(c.2));
+        let pair = copy.as_ref().zip(staging.as_ref()).map(|((_, src, bytes, _), to)| (src, to, *bytes));
+        let first = copy.as_ref().is_some_and(|c| c.3);
+        let copies = if first { [pair, None] } else { [None, pair] };
+        let mut buffers = command_buffers(&dev, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref(), copies);
         lap(Phase::Finish, &mut since);
         if let Some(held) = then {
             held.write(&dev);
             buffers.extend(held.buffers);
         }
         let index = dev.queue.submit(buffers);
-        let read = read.map(|(src, staging, bytes)| (src.id, staging, bytes));
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
@@ -660,18 +685,16 @@ impl Recorder {
         cmds.clear();
         self.cmds = cmds;
         self.sweep();
-        if read.is_some() {
-            self.batch = batch_for(self.since_sync);
-            self.since_sync = 0;
-        }
         self.returned = since;
-        Ok(read.map(|(store, staging, bytes)| Pending {
-            store,
-            bytes,
-            mapped: map_begin(&staging, bytes),
-            staging,
-            index,
-        }))
+        let Some(((store, _, bytes, _), staging)) = copy.zip(staging) else { return Ok(None) };
+        self.batch = batch_for(self.since_sync);
+        self.since_sync = 0;
+        let pending = Pending { store, bytes, mapped: map_begin(&staging, bytes), staging, index };
+        if first {
+            self.ahead.pending = Some(pending);
+            return Ok(None);
+        }
+        Ok(Some(pending))
     }
 
     /// Writes the counts of a region that may be skipped (`skip_from`), which ends here.
@@ -745,8 +768,11 @@ fn counted(mut counts: Vec<u32>) -> dory::Result<Vec<u32>> {
     Ok(counts)
 }
 
-/// A submission's command buffers: `cmds`, then `copy`'s bytes from one buffer into
-/// another. Profiled (`stamps`), one pass, its dispatches' stamps in one query set.
+/// A copy of `bytes` from one buffer into another.
+type Copy<'a> = Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, u64)>;
+
+/// A submission's command buffers: the first of `copies`, `cmds`, then the second.
+/// Profiled (`stamps`), one pass, its dispatches' stamps in one query set.
 fn command_buffers(
     dev: &GpuDevice,
     cmds: &[Cmd],
@@ -754,20 +780,22 @@ fn command_buffers(
     stamps: Option<&Stamps>,
     timed: bool,
     skip_args: Option<&Store>,
-    copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>,
+    copies: [Copy; 2],
 ) -> Vec<wgpu::CommandBuffer> {
-    let tail = |enc: &mut wgpu::CommandEncoder| {
-        if let Some((src, dst, bytes)) = copy {
-            enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
-        }
-    };
     if stamps.is_none() {
-        return encode_parts(dev, cmds, groups, skip_args, tail);
+        return encode_parts(dev, cmds, groups, skip_args, copies);
     }
     let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+    copy(&mut enc, copies[0]);
     encode(dev, &mut enc, cmds, groups, stamps, timed, skip_args);
-    tail(&mut enc);
+    copy(&mut enc, copies[1]);
     vec![enc.finish()]
+}
+
+fn copy(enc: &mut wgpu::CommandEncoder, copy: Copy) {
+    if let Some((src, dst, bytes)) = copy {
+        enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+    }
 }
 
 /// Dispatches a part of a submission's command buffers holds at least (`DORY_WGPU_PART=N`
@@ -780,17 +808,20 @@ fn part() -> usize {
 /// Encodes `cmds` into command buffers, submitted in order: wgpu checks and tracks each
 /// dispatch as its encoder finishes (~3 µs a dispatch on the H100 machine's host, the most
 /// of a small model's step), so a step of many dispatches is cut into parts of at least
-/// `part()` that threads of the pool encode and finish at once; `tail` adds its commands
-/// (a read's copy) after the last part's pass.
+/// `part()` that threads of the pool encode and finish at once; the first of `copies`
+/// goes before the first part's pass, the second after the last's.
 fn encode_parts(
     dev: &GpuDevice,
     cmds: &[Cmd],
     groups: &[wgpu::BindGroup],
     skip_args: Option<&Store>,
-    tail: impl FnOnce(&mut wgpu::CommandEncoder) + Send,
+    copies: [Copy; 2],
 ) -> Vec<wgpu::CommandBuffer> {
-    let one = |cmds: &[Cmd], groups: &[wgpu::BindGroup]| {
+    let one = |cmds: &[Cmd], groups: &[wgpu::BindGroup], first: bool| {
         let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
+        if first {
+            copy(&mut enc, copies[0]);
+        }
         encode(dev, &mut enc, cmds, groups, None, false, skip_args);
         enc
     };
@@ -802,8 +833,8 @@ fn encode_parts(
     let per = cmds.len() / parts;
     let lead = per * (parts - 1);
     let last = || {
-        let mut enc = one(&cmds[lead..], &groups[lead..]);
-        tail(&mut enc);
+        let mut enc = one(&cmds[lead..], &groups[lead..], lead == 0);
+        copy(&mut enc, copies[1]);
         enc.finish()
     };
     if parts == 1 {
@@ -812,8 +843,8 @@ fn encode_parts(
     let (mut buffers, last) = rayon::join(
         || {
             use rayon::prelude::*;
-            let leading = cmds[..lead].par_chunks(per).zip(groups[..lead].par_chunks(per));
-            leading.map(|(c, g)| one(c, g).finish()).collect::<Vec<_>>()
+            let leading = cmds[..lead].par_chunks(per).zip(groups[..lead].par_chunks(per)).enumerate();
+            leading.map(|(i, (c, g))| one(c, g, i == 0).finish()).collect::<Vec<_>>()
         },
         last,
     );
