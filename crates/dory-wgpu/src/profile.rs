@@ -35,8 +35,7 @@ pub enum Phase {
     Record,
     Uploads,
     BindGroups,
-    /// Encoding the dispatches into command buffers and finishing them (wgpu checks and
-    /// tracks each as its encoder finishes).
+    Pass,
     Finish,
     Submit,
     /// Recording while a read-back is on its way (the next decoding step, held or run
@@ -47,11 +46,12 @@ pub enum Phase {
     Wait,
 }
 
-const PHASES: [&str; 8] = [
+const PHASES: [&str; 9] = [
     "recording (between submissions)",
     "encoding: uploads",
     "encoding: bind groups",
-    "encoding: the passes, finished",
+    "encoding: the compute pass",
+    "encoding: finishing",
     "submitting",
     "recording ahead of a read-back",
     "encoding held ops",
@@ -59,7 +59,7 @@ const PHASES: [&str; 8] = [
 ];
 
 /// Per phase: (times, nanoseconds).
-static HOST: Mutex<[(u64, f64); PHASES.len()]> = Mutex::new([(0, 0.0); PHASES.len()]);
+static HOST: Mutex<[(u64, f64); 9]> = Mutex::new([(0, 0.0); 9]);
 
 pub fn add_host(phase: Phase, ns: f64) {
     let mut h = HOST.lock().expect("profile lock");

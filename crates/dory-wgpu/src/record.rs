@@ -1,5 +1,5 @@
-//! Deferred recording: the ops append dispatches to a list, and the list becomes a
-//! submission's command buffers at the next sync point (`read`), or earlier in
+//! Deferred recording: the ops append dispatches to a list, and the list becomes one
+//! compute pass of one command encoder at the next sync point (`read`), or earlier in
 //! batches submitted without waiting, so that the GPU works on a step while the CPU still
 //! encodes the rest of it. A batch is a quarter of the dispatches the last step between
 //! sync points had, within [MIN_BATCH, MAX_BATCH]: a small model's step, which the host's
@@ -7,10 +7,9 @@
 //! batches, and a large one's, which the GPU bounds, goes in a few submissions (each costs
 //! the GPU a gap). Small per-dispatch data (token ids, RoPE
 //! tables, relayout moves) goes into an upload arena written once per submission; bind
-//! groups are created on first use and cached by the buffers they bind. A submission of
-//! many dispatches is encoded in parts, by threads of the pool at once (`encode_parts`).
+//! groups are created on first use and cached by the buffers they bind.
 //!
-//! Ops can also be held (`hold`): encoded into command buffers of their own while the
+//! Ops can also be held (`hold`): encoded into a command buffer of their own while the
 //! device runs what was submitted before, and submitted at `release`. A decoding step is
 //! recorded so, ahead of its token, while the step before it runs (`Forward::read_last`):
 //! the host's encoding then overlaps the device's work instead of following it.
@@ -196,17 +195,13 @@ struct Holding {
     upload: Option<Arc<Store>>,
     /// A read started by `read_begin`.
     pending: Option<Pending>,
-    /// A read begun with nothing recorded before it, its copy not yet submitted: it goes
-    /// first in the next submission (a greedy decoder's next step, recorded while the
-    /// device runs this one), one submission a token fewer.
-    unsent: Option<Unsent>,
     /// Where the held ops' uploads keep the token that `release` is given (`token_at`).
     token: Option<usize>,
 }
 
-/// Held ops, encoded into command buffers whose uploads are written as they are released.
+/// Held ops, encoded into a command buffer whose uploads are written as it is released.
 struct Held {
-    buffers: Vec<wgpu::CommandBuffer>,
+    buffer: wgpu::CommandBuffer,
     uploads: Vec<u32>,
     arena: Arc<Store>,
     token: Option<usize>,
@@ -225,13 +220,6 @@ impl Held {
             dev.queue.write_buffer(&args.buffer, 0, bytemuck::cast_slice(counts));
         }
     }
-}
-
-/// A read begun whose copy waits for the next submission (`Holding::unsent`).
-struct Unsent {
-    store: u64,
-    buffer: wgpu::Buffer,
-    bytes: u64,
 }
 
 /// A read on its way: `bytes` of the buffer `store` copied into `staging`, being mapped.
@@ -458,9 +446,6 @@ impl Recorder {
     /// and waits for them; a read of what `read_begin` started only waits.
     pub fn submit(&mut self, read: Option<(&Store, u64)>) -> dory::Result<Option<Vec<u32>>> {
         self.end_hold();
-        if self.ahead.unsent.is_some() {
-            self.send(None, None)?;
-        }
         if let Some(p) = self.ahead.pending.take() {
             let same = read.is_some_and(|(src, bytes)| src.id == p.store && read_bytes(bytes) == p.bytes);
             let words = self.wait(p)?;
@@ -473,18 +458,12 @@ impl Recorder {
     }
 
     /// Submits everything recorded with `bytes` of `src` copied back after it, and returns
-    /// at once: the next `submit` reading the same waits for the copy. With nothing
-    /// recorded, the copy waits for the next submission, of which it goes first.
+    /// at once: the next `submit` reading the same waits for the copy.
     pub fn read_begin(&mut self, src: &Store, bytes: u64) {
         if let Some(p) = self.ahead.pending.take() {
             if let Err(e) = self.wait(p) {
                 self.fail(e);
             }
-        }
-        if self.cmds.is_empty() && self.ahead.parked.is_none() && self.skipping.is_none() {
-            let (store, buffer, bytes) = (src.id, src.buffer.clone(), read_bytes(bytes));
-            self.ahead.unsent = Some(Unsent { store, buffer, bytes });
-            return;
         }
         match self.send(Some((src, bytes)), None) {
             Ok(p) => self.ahead.pending = p,
@@ -604,8 +583,9 @@ impl Recorder {
         let unheld = self.upload.replace(arena.clone());
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         self.upload = unheld;
-        let buffers = encode_parts(&self.dev, cmds, &groups, skips.as_ref().map(|(_, args)| &**args), [None, None]);
-        Ok(Held { buffers, uploads, arena, token, skips })
+        let mut enc = self.dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("held") });
+        encode(&self.dev, &mut enc, cmds, &groups, None, false, skips.as_ref().map(|(_, args)| &**args));
+        Ok(Held { buffer: enc.finish(), uploads, arena, token, skips })
     }
 
     /// Waits for a read's copy and mapping.
@@ -623,7 +603,6 @@ impl Recorder {
     /// buffer are copied back after them and their mapping begun.
     fn send(&mut self, read: Option<(&Store, u64)>, then: Option<Held>) -> dory::Result<Option<Pending>> {
         self.unbatched = false;
-        let first = self.ahead.unsent.take();
         if let Some(e) = self.error.take() {
             self.cmds.clear();
             self.uploads.clear();
@@ -642,10 +621,10 @@ impl Recorder {
             }
         };
         let mut since = host;
-        if let (true, None, None, Some(held)) = (self.cmds.is_empty(), read, &first, then.as_ref()) {
+        if let (true, None, Some(held)) = (self.cmds.is_empty(), read, then.as_ref()) {
             // Only held ops (a decoding step with its token among them): no encoder.
             held.write(&self.dev);
-            self.dev.queue.submit(then.into_iter().flat_map(|h| h.buffers));
+            self.dev.queue.submit(then.map(|h| h.buffer));
             lap(Phase::Submit, &mut since);
             self.returned = since;
             return Ok(None);
@@ -657,26 +636,27 @@ impl Recorder {
         let groups: Vec<wgpu::BindGroup> = cmds.iter().map(|c| self.bind_group(c.kernel, &c.binds)).collect();
         lap(Phase::BindGroups, &mut since);
         let dev = self.dev.clone();
+        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
         let timed = self.timed && dev.caps.pass_timestamps && !cmds.is_empty();
         let stamps = (timed || dev.caps.timestamps && !cmds.is_empty()).then(|| Stamps::new(&dev, cmds.len()));
         let skip_args = self.skip_args.clone();
-        // A read begun unsent goes first (no other read comes with it), one asked for last.
-        let copy = match (first, read) {
-            (Some(u), _) => Some((u.store, u.buffer, u.bytes, true)),
-            (None, Some((src, bytes))) => Some((src.id, src.buffer.clone(), read_bytes(bytes), false)),
-            (None, None) => None,
-        };
-        let staging = copy.as_ref().map(|c| self.staging_for(c.2));
-        let pair = copy.as_ref().zip(staging.as_ref()).map(|((_, src, bytes, _), to)| (src, to, *bytes));
-        let first = copy.as_ref().is_some_and(|c| c.3);
-        let copies = if first { [pair, None] } else { [None, pair] };
-        let mut buffers = command_buffers(&dev, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref(), copies);
+        encode(&dev, &mut enc, &cmds, &groups, stamps.as_ref(), timed, skip_args.as_deref());
+        lap(Phase::Pass, &mut since);
+        let read = read.map(|(src, bytes)| {
+            let bytes = read_bytes(bytes);
+            let staging = self.staging_for(bytes);
+            enc.copy_buffer_to_buffer(&src.buffer, 0, &staging, 0, bytes);
+            (src.id, staging, bytes)
+        });
+        let buffer = enc.finish();
         lap(Phase::Finish, &mut since);
-        if let Some(held) = then {
-            held.write(&dev);
-            buffers.extend(held.buffers);
-        }
-        let index = dev.queue.submit(buffers);
+        let index = match then {
+            Some(held) => {
+                held.write(&dev);
+                dev.queue.submit([buffer, held.buffer])
+            }
+            None => dev.queue.submit([buffer]),
+        };
         lap(Phase::Submit, &mut since);
         if let Some(s) = stamps {
             self.take_stamps(&s, timed, &cmds)?;
@@ -685,16 +665,18 @@ impl Recorder {
         cmds.clear();
         self.cmds = cmds;
         self.sweep();
-        self.returned = since;
-        let Some(((store, _, bytes, _), staging)) = copy.zip(staging) else { return Ok(None) };
-        self.batch = batch_for(self.since_sync);
-        self.since_sync = 0;
-        let pending = Pending { store, bytes, mapped: map_begin(&staging, bytes), staging, index };
-        if first {
-            self.ahead.pending = Some(pending);
-            return Ok(None);
+        if read.is_some() {
+            self.batch = batch_for(self.since_sync);
+            self.since_sync = 0;
         }
-        Ok(Some(pending))
+        self.returned = since;
+        Ok(read.map(|(store, staging, bytes)| Pending {
+            store,
+            bytes,
+            mapped: map_begin(&staging, bytes),
+            staging,
+            index,
+        }))
     }
 
     /// Writes the counts of a region that may be skipped (`skip_from`), which ends here.
@@ -766,90 +748,6 @@ fn counted(mut counts: Vec<u32>) -> dory::Result<Vec<u32>> {
     }
     counts[0] = n as u32;
     Ok(counts)
-}
-
-/// A copy of `bytes` from one buffer into another.
-type Copy<'a> = Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, u64)>;
-
-/// A submission's command buffers: the first of `copies`, `cmds`, then the second.
-/// Profiled (`stamps`), one pass, its dispatches' stamps in one query set.
-fn command_buffers(
-    dev: &GpuDevice,
-    cmds: &[Cmd],
-    groups: &[wgpu::BindGroup],
-    stamps: Option<&Stamps>,
-    timed: bool,
-    skip_args: Option<&Store>,
-    copies: [Copy; 2],
-) -> Vec<wgpu::CommandBuffer> {
-    if stamps.is_none() {
-        return encode_parts(dev, cmds, groups, skip_args, copies);
-    }
-    let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
-    copy(&mut enc, copies[0]);
-    encode(dev, &mut enc, cmds, groups, stamps, timed, skip_args);
-    copy(&mut enc, copies[1]);
-    vec![enc.finish()]
-}
-
-fn copy(enc: &mut wgpu::CommandEncoder, copy: Copy) {
-    if let Some((src, dst, bytes)) = copy {
-        enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
-    }
-}
-
-/// Dispatches a part of a submission's command buffers holds at least (`DORY_WGPU_PART=N`
-/// sets it; 0: one part).
-fn part() -> usize {
-    static PART: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PART.get_or_init(|| std::env::var("DORY_WGPU_PART").ok().and_then(|v| v.parse().ok()).unwrap_or(32))
-}
-
-/// Encodes `cmds` into command buffers, submitted in order: wgpu checks and tracks each
-/// dispatch as its encoder finishes (~3 µs a dispatch on the H100 machine's host, the most
-/// of a small model's step), so a step of many dispatches is cut into parts of at least
-/// `part()` that threads of the pool encode and finish at once; the first of `copies`
-/// goes before the first part's pass, the second after the last's.
-fn encode_parts(
-    dev: &GpuDevice,
-    cmds: &[Cmd],
-    groups: &[wgpu::BindGroup],
-    skip_args: Option<&Store>,
-    copies: [Copy; 2],
-) -> Vec<wgpu::CommandBuffer> {
-    let one = |cmds: &[Cmd], groups: &[wgpu::BindGroup], first: bool| {
-        let mut enc = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") });
-        if first {
-            copy(&mut enc, copies[0]);
-        }
-        encode(dev, &mut enc, cmds, groups, None, false, skip_args);
-        enc
-    };
-    let parts = match part() {
-        0 => 1,
-        p => (cmds.len() / p).clamp(1, rayon::current_num_threads()),
-    };
-    // The leading parts on the pool, the last (the largest, with the tail) here.
-    let per = cmds.len() / parts;
-    let lead = per * (parts - 1);
-    let last = || {
-        let mut enc = one(&cmds[lead..], &groups[lead..], lead == 0);
-        copy(&mut enc, copies[1]);
-        enc.finish()
-    };
-    if parts == 1 {
-        return vec![last()];
-    }
-    let (mut buffers, last) = rayon::join(
-        || {
-            use rayon::prelude::*;
-            let leading = cmds[..lead].par_chunks(per).zip(groups[..lead].par_chunks(per)).enumerate();
-            leading.map(|(i, (c, g))| one(c, g, i == 0).finish()).collect::<Vec<_>>()
-        },
-        last,
-    );
-    buffers.push(last);
-    buffers
 }
 
 /// Records `cmds` as one compute pass of `enc`, with timestamps around the pass (`timed`)
