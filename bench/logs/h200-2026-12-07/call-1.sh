@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# 2026-12-07, eighteenth session, call 1. A decoded step under dory-tiny's exit rule records
+# 2026-12-07, eighteenth session, call 1 (not run: fifteen tries found no machine;
+# call-1b.sh, cut from it, ran). A decoded step under dory-tiny's exit rule records
 # all four passes (~96 dispatches, 2.4 of the passes run), and on the H100 machines the host
 # bounds it: wgpu checks and tracks each dispatch as its encoder finishes, ~301 µs of a
 # token's ~480 µs of host time (the seventeenth session's call 1). Main now encodes a
