@@ -42,6 +42,44 @@ fig() {
     bench_run fig $dory "$@" 150
 }
 
+# Issue 9's figures with the engine's binary, in order of need so that a call cut short keeps
+# the most: the larger config's pp512 + tg64 at depth 0, dory-tiny's pp512 + tg128 (all
+# passes and its exit rule), the larger config at 4096 (exact), the PyTorch peer, the larger
+# config at depth 0 again and at 32768 (O(1)).
+figures() {
+    large_model
+    fig $large 0 exact none 512 64 2
+    fig models/dory-tiny 0 exact none 512 128 3
+    fig models/dory-tiny 0 exact kl:0.05 512 128 3
+    fig $large 4096 exact none 512 64 1
+    timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $OUT/a/torch.txt
+    fig $large 0 exact none 512 64 2
+    fig $large 32768 o1 none 512 64 1
+}
+
+# bench_tg at depth 0, exact, after pp512, one rep, with one variable set for this run
+# alone: label binary model gen [VAR VALUE].
+bench_knob() {
+    (
+        [ -z "${5:-}" ] || export "$5=$6"
+        bench_tg "$1" "$2" "$3" 0 exact 512 "$4" 1
+    )
+}
+
+# Each kernel named dispatched with no workgroups (DORY_WGPU_EMPTY) and twice in a row
+# (DORY_WGPU_TWICE), the baseline first and last, with a binary that has the measuring knobs
+# (bench/logs/h200-2026-12-07/measure-3*.patch): binary model gen kernel….
+empty_twice() {
+    local bin=$1 m=$2 gen=$3
+    shift 3
+    bench_knob none $bin $m $gen
+    for k in "$@"; do
+        bench_knob empty-$k $bin $m $gen DORY_WGPU_EMPTY $k
+        bench_knob twice-$k $bin $m $gen DORY_WGPU_TWICE $k
+    done
+    bench_knob none $bin $m $gen
+}
+
 # For the call scripts: the card named, and the larger config's random model made at $large.
 large_model() {
     mkdir -p $OUT/a

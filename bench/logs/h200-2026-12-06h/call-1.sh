@@ -9,14 +9,7 @@
 # `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
-large_model
-fig $large 0 exact none 512 64 2
-fig models/dory-tiny 0 exact none 512 128 3
-fig models/dory-tiny 0 exact kl:0.05 512 128 3
-fig $large 4096 exact none 512 64 1
-timeout 150 python3 bench/wgpu_torch.py bench/wgpu-large.json --depth 0 --tokens 64 2>&1 | tail -3 | tee $OUT/a/torch.txt
-fig $large 0 exact none 512 64 2
-fig $large 32768 o1 none 512 64 1
+figures
 # Added before it ran (seventeenth session): the larger config's prompt, GPU time by kernel.
 echo "== pp512, depth 0" >> $OUT/a/profile.txt
 DORY_WGPU_PROFILE=1 timeout 120 $dory bench --backend wgpu --model $large --depth 0 --attention exact \

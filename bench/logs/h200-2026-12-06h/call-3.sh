@@ -18,9 +18,7 @@ source bench/device_setup.sh
 [ -n "${large:-}" ] || large_model
 m=.wgpu-carry/dory-d078ca0
 run() {  # label model gen [VAR VALUE]
-    [ -z "${4:-}" ] || export $4=$5
-    bench_tg $1 $m $2 0 exact 512 $3 1
-    [ -z "${4:-}" ] || unset $4
+    bench_knob "$1" $m "$2" "$3" "${4:-}" "${5:-}"
 }
 # Per model, the baseline first, between and last (~3 minutes of runs).
 run none $large 64

@@ -40,20 +40,5 @@ for b in $dory,0 $dory,32 .wgpu-carry/dory-2aa0000,32; do
         --depth 0 --attention exact --exit kl:0.05 --prompt 512 --gen 128 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
 done
 m=.wgpu-carry/dory-45cf9ce
-run() {  # label model gen [VAR VALUE]
-    [ -z "${4:-}" ] || export $4=$5
-    bench_tg $1 $m $2 0 exact 512 $3 1
-    [ -z "${4:-}" ] || unset $4
-}
-run none $large 64
-for k in attend combine gemv gemv_residual gemv_glu_residual; do
-    run empty-$k $large 64 DORY_WGPU_EMPTY $k
-    run twice-$k $large 64 DORY_WGPU_TWICE $k
-done
-run none $large 64
-run none models/dory-tiny 128
-for k in attend gemv_combine gemv_glu_residual gemv_residual gemv; do
-    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
-    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
-done
-run none models/dory-tiny 128
+empty_twice $m $large 64 attend combine gemv gemv_residual gemv_glu_residual
+empty_twice $m models/dory-tiny 128 attend gemv_combine gemv_glu_residual gemv_residual gemv

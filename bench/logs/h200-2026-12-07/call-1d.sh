@@ -10,20 +10,5 @@ export DORY_WGPU_PART=0
 large=/tmp/wgpu-large
 ls $large >/dev/null || large_model
 m=.wgpu-carry/dory-45cf9ce
-run() {  # label model gen [VAR VALUE]
-    [ -z "${4:-}" ] || export $4=$5
-    bench_tg $1 $m $2 0 exact 512 $3 1
-    [ -z "${4:-}" ] || unset $4
-}
-run none models/dory-tiny 128
-for k in attend gemv_combine gemv_glu_residual gemv_residual gemv; do
-    run empty-$k models/dory-tiny 128 DORY_WGPU_EMPTY $k
-    run twice-$k models/dory-tiny 128 DORY_WGPU_TWICE $k
-done
-run none models/dory-tiny 128
-run none $large 64
-for k in attend combine gemv gemv_residual gemv_glu_residual; do
-    run empty-$k $large 64 DORY_WGPU_EMPTY $k
-    run twice-$k $large 64 DORY_WGPU_TWICE $k
-done
-run none $large 64
+empty_twice $m models/dory-tiny 128 attend gemv_combine gemv_glu_residual gemv_residual gemv
+empty_twice $m $large 64 attend combine gemv gemv_residual gemv_glu_residual
