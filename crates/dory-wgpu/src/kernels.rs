@@ -305,6 +305,12 @@ pub struct Options {
     /// bf16 projections held as f16 times a power of two where that is exact (model.rs),
     /// for the tensor cores: by default where the device has them.
     pub bf16_as_f16: bool,
+    /// The shaders built with wgpu's runtime checks (`ShaderRuntimeChecks::checked`: every
+    /// index into an array or vector clamped, every loop given a counter that breaks it,
+    /// every division guarded). Off by default: the kernels are ours, index only within
+    /// their arrays and buffers (the tests run them on lavapipe and the H200), and their
+    /// loops end; DORY_WGPU_CHECKS=1 turns them on.
+    pub checks: bool,
 }
 
 impl Options {
@@ -330,7 +336,8 @@ impl Options {
     /// decoded row's exit rule tested on the host),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
-    /// rows, which keeps them from the tensor cores, or in tiles without them).
+    /// rows, which keeps them from the tensor cores, or in tiles without them),
+    /// DORY_WGPU_CHECKS=1 (the shaders built with wgpu's runtime checks).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -375,6 +382,7 @@ impl Options {
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
+            checks: std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1"),
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
@@ -841,10 +849,19 @@ impl Kernels {
         for spec in &k.specs {
             let m = spec.module;
             if !modules.iter().any(|(n, _)| *n == m.name) {
-                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(m.name),
                     source: wgpu::ShaderSource::Wgsl(module_text(m, options.reduce).into()),
-                });
+                };
+                let module = if options.checks {
+                    device.create_shader_module(desc)
+                } else {
+                    // SAFETY: wgpu asks that a module built without its checks index only
+                    // within its arrays and buffers, divide by no zero and loop finitely
+                    // (`Options::checks`): ours do, which the GPU tests exercise on every
+                    // kernel with its checks off.
+                    unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+                };
                 modules.push((m.name, module));
             }
             let module = &modules.iter().find(|(n, _)| *n == m.name).expect("made above").1;
