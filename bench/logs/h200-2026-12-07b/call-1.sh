@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# 2026-12-07, nineteenth session, call 1: the shaders built without wgpu's runtime checks
-# (the new default; DORY_WGPU_CHECKS=1 builds them with), A/B in one binary, interleaved;
-# then a decoded row's attention in fewer, wider chunks (tiles of 128 keys, LANES=2) joined
-# by the out projection; then issue 9's figures. Built with `bench/wgpu_h200.sh build`;
-# carry .gl and .wgpu-carry.
+# 2026-12-07, nineteenth session, call 1. Two binaries: `old` (24168e2: the shaders built
+# without wgpu's runtime checks, DORY_WGPU_CHECKS=1 builds them with, as main did before)
+# and this commit's `dory` (also the adapter's fixed subgroup size a pipeline constant of
+# the reductions), interleaved; then a decoded row's attention in fewer, wider chunks
+# (tiles of 128 keys, LANES=2) joined by the out projection; the clocks during a long
+# decode; issue 9's figures. Built with `bench/wgpu_h200.sh build 24168e2`; carry .gl and
+# .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 call_start
+old=.wgpu-carry/dory-24168e2
 tiny=models/dory-tiny
 for round in 1 2; do
-    bench_knob unchecked $dory $large 64
-    bench_knob checked $dory $large 64 DORY_WGPU_CHECKS 1
-    bench_knob unchecked $dory $tiny 128
-    bench_knob checked $dory $tiny 128 DORY_WGPU_CHECKS 1
+    for m in "$large 64" "$tiny 128"; do
+        bench_knob checked $old $m DORY_WGPU_CHECKS 1
+        bench_knob unchecked $old $m
+        bench_knob subgroup $dory $m
+    done
 done
-bench_run rule-unchecked $dory $tiny 0 exact kl:0.05 512 128 2 120
-(export DORY_WGPU_CHECKS=1; bench_run rule-checked $dory $tiny 0 exact kl:0.05 512 128 2 120)
-bench_tg unchecked-4096 $dory $large 4096 exact 512 64 1
-(export DORY_WGPU_CHECKS=1; bench_tg checked-4096 $dory $large 4096 exact 512 64 1)
-profile_large unchecked $dory
-(export DORY_WGPU_CHECKS=1; profile_large checked $dory)
+for b in "checked $old" "unchecked $old" "subgroup $dory"; do
+    set -- $b
+    (
+        [ $1 = checked ] && export DORY_WGPU_CHECKS=1
+        bench_run rule-$1 $2 $tiny 0 exact kl:0.05 512 128 2 120
+        bench_tg $1-4096 $2 $large 4096 exact 512 64 1
+        profile_large $1 $2
+    )
+done
 # The attention's chunks: tiles of 128 keys (LANES 2), chunks of at least 128 or 144 keys,
 # the partials joined by combine or by the out projection (COMBINE_BYTES).
 for round in 1 2; do

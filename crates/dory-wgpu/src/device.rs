@@ -162,17 +162,22 @@ impl GpuDevice {
             trace: wgpu::Trace::Off,
         }))
         .map_err(|e| gpu_err(format!("cannot open {}: {e}", info.name)))?;
+        let runs = if subgroups { subgroup_runs(&device, &queue)? } else { None };
         let reduce = match reduce {
             Some(Reduce::Subgroup) if !subgroups => {
                 return Err(gpu_err(format!("adapter {} has no subgroup operations", info.name)))
             }
             Some(r) => r,
-            None if subgroups && subgroups_are_runs(&device, &queue)? => Reduce::Subgroup,
+            None if runs.is_some() => Reduce::Subgroup,
             None => Reduce::Shared,
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        let mut options = Options { q8, ..Options::new(reduce, coop, workgroup_bytes) };
+        // One subgroup size for every pipeline where the adapter reports no other and the
+        // probe ran in it.
+        let fixed = (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
+        let subgroup = runs.filter(|&n| fixed == Some(n)).unwrap_or(0);
+        let mut options = Options { q8, subgroup, ..Options::new(reduce, coop, workgroup_bytes) };
         if info.device_type == wgpu::DeviceType::Cpu {
             options = options.on_cpu();
         }
@@ -259,9 +264,9 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
 }
 
-/// Runs `probe.wgsl`: true when every subgroup is a run of consecutive local indices of
-/// one power-of-two length from 4 to 64, as `reduce_subgroup.wgsl` assumes.
-fn subgroups_are_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Result<bool> {
+/// Runs `probe.wgsl`: the subgroups' size when every subgroup is a run of consecutive local
+/// indices of one power-of-two length from 4 to 64, as `reduce_subgroup.wgsl` assumes.
+fn subgroup_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Result<Option<u32>> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("probe"),
@@ -312,5 +317,5 @@ fn subgroups_are_runs(device: &wgpu::Device, queue: &wgpu::Queue) -> dory::Resul
         let (size, first) = (words[2 * lid], words[2 * lid + 1]);
         size == words[0] && size.is_power_of_two() && (4..=64).contains(&size) && first == (lid as u32 / size) * size
     });
-    Ok(ok)
+    Ok(ok.then_some(words[0]))
 }

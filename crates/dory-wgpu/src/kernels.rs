@@ -311,6 +311,10 @@ pub struct Options {
     /// their arrays and buffers (the tests run them on lavapipe and the H200), and their
     /// loops end; DORY_WGPU_CHECKS=1 turns them on.
     pub checks: bool,
+    /// The adapter's subgroup size where it reports one fixed size and the subgroup
+    /// reductions are chosen (`reduce_subgroup.wgsl`'s SUBGROUP); 0: each reduction counts
+    /// its subgroup's lanes.
+    pub subgroup: u32,
 }
 
 impl Options {
@@ -383,6 +387,7 @@ impl Options {
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
             checks: std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1"),
+            subgroup: 0,
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },
@@ -706,9 +711,10 @@ fn per_dtype<T: Copy>(q8: bool, mut add: impl FnMut(f64) -> T) -> [T; DTYPES] {
     all
 }
 
-#[derive(Default)]
 struct Planner {
     specs: Vec<Spec>,
+    /// Constants every kernel takes (`Options::subgroup`'s SUBGROUP).
+    common: Vec<(&'static str, f64)>,
 }
 
 impl Planner {
@@ -724,7 +730,7 @@ impl Planner {
         constants: &[(&'static str, f64)],
     ) -> KernelId {
         let module = MODULES.iter().find(|m| m.name == module).expect("a listed module");
-        self.specs.push(Spec { module, entry, name, constants: constants.to_vec() });
+        self.specs.push(Spec { module, entry, name, constants: [constants, &self.common].concat() });
         KernelId((self.specs.len() - 1) as u16)
     }
 }
@@ -769,7 +775,10 @@ fn plan_gemv1(b: &mut Planner, g: Gemv1, q8: bool) -> ([[KernelId; 3]; DTYPES], 
 impl Kernels {
     /// Every pipeline these options call for, unbuilt (the shader test translates them).
     pub fn plan(options: Options) -> Kernels {
-        let mut b = Planner::default();
+        // Every module of the subgroup reductions declares SUBGROUP (reduce_subgroup.wgsl).
+        let fixed = options.reduce == Reduce::Subgroup && options.subgroup != 0;
+        let common = if fixed { vec![("SUBGROUP", f64::from(options.subgroup))] } else { vec![] };
+        let mut b = Planner { specs: Vec::new(), common };
         let q8 = options.q8;
         // [1 row, 4 rows] of gemv, gemv_scaled and gemv_swiglu.
         let rows = per_dtype(q8, |dt| {

@@ -40,6 +40,10 @@ fn option_sets() -> Vec<Options> {
     }
     // A prompt's attention on the tensor cores (off by default).
     all.push(Options { attend_coop: true, ..Options::new(Reduce::Subgroup, true, 49152) });
+    // A fixed subgroup size, as NVIDIA's (32) and lavapipe's (8) adapters report.
+    for subgroup in [32, 8] {
+        all.push(Options { subgroup, ..Options::new(Reduce::Subgroup, true, 49152) });
+    }
     all
 }
 

@@ -3,14 +3,25 @@
 // assumes a subgroup size: each call counts its subgroup's lanes, butterflies within
 // min(subgroup, seg) lanes, and when a run spans several subgroups adds one partial per
 // subgroup through workgroup memory. It relies on subgroups being runs of consecutive
-// local indices, all of one size, which the device's probe (`subgroups_are_runs`) checks
+// local indices, all of one size, which the device's probe (`subgroup_runs`) checks
 // before this file is chosen.
 // Every invocation of the workgroup must call these (they hold barriers).
 
 var<workgroup> red_part: array<vec4<f32>, 64>;
 
+// The adapter's subgroup size where it reports one fixed size (`Options::subgroup`), so that
+// the reductions' loops are known at the pipeline's build and unroll; 0: counted here.
+override SUBGROUP: u32 = 0u;
+
+fn subgroup_size() -> u32 {
+    if (SUBGROUP != 0u) {
+        return SUBGROUP;
+    }
+    return subgroupAdd(1u);
+}
+
 fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
-    let sg = subgroupAdd(1u);
+    let sg = subgroup_size();
     let w = min(sg, seg);
     var v = x;
     for (var o = w / 2u; o > 0u; o = o / 2u) {
@@ -41,7 +52,7 @@ fn seg_reduce4(x: vec4<f32>, lid: u32, seg: u32, is_max: bool) -> vec4<f32> {
 // or more; smaller ones take the two sums in turn). Unless `fenced`, the barrier that
 // keeps red_part from the next reduction's writes is left to the caller.
 fn seg_sum_pair(x: vec4<f32>, y: vec4<f32>, lid: u32, seg: u32, fenced: bool) -> Pair {
-    let sg = subgroupAdd(1u);
+    let sg = subgroup_size();
     if (sg < 8u && sg < seg) {
         let u = seg_reduce4(x, lid, seg, false);
         return Pair(u, seg_reduce4(y, lid, seg, false));
