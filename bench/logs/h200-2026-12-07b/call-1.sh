@@ -2,9 +2,9 @@
 # 2026-12-07, nineteenth session, call 1. Two binaries: `old` (24168e2: the shaders built
 # without wgpu's runtime checks, DORY_WGPU_CHECKS=1 builds them with, as main did before)
 # and this commit's `dory` (also the adapter's fixed subgroup size a pipeline constant of
-# the reductions), interleaved; then a decoded row's attention in fewer, wider chunks
-# (tiles of 128 keys, LANES=2) joined by the out projection; the clocks during a long
-# decode; issue 9's figures. Built with `bench/wgpu_h200.sh build 24168e2`; carry .gl and
+# the reductions), interleaved; issue 9's figures; then a decoded row's attention in
+# fewer, wider chunks (tiles of 128 keys, LANES=2) joined by the out projection; the clocks
+# during a long decode (what a call cut short loses last). Built with `bench/wgpu_h200.sh build 24168e2`; carry .gl and
 # .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
@@ -27,6 +27,7 @@ for b in "checked $old" "unchecked $old" "subgroup $dory"; do
         profile_large $1 $2
     )
 done
+figures
 # The attention's chunks: tiles of 128 keys (LANES 2), chunks of at least 128 or 144 keys,
 # the partials joined by combine or by the out projection (COMBINE_BYTES).
 for round in 1 2; do
@@ -45,4 +46,3 @@ for m in $large $tiny; do
     bench_tg clocks $dory $m 0 exact 512 1024 1
     kill $sampler
 done
-figures
