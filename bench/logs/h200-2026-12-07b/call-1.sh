@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
-# 2026-12-07, nineteenth session, call 1. Two binaries: `old` (24168e2: the shaders built
-# without wgpu's runtime checks, DORY_WGPU_CHECKS=1 builds them with, as main did before)
-# and this commit's `dory` (also the adapter's fixed subgroup size a pipeline constant of
-# the reductions), interleaved; issue 9's figures; then a decoded row's attention in
-# fewer, wider chunks (tiles of 128 keys, LANES=2) joined by the out projection; the clocks
-# during a long decode (what a call cut short loses last). Built with `bench/wgpu_h200.sh build 24168e2`; carry .gl and
-# .wgpu-carry.
+# 2026-12-07, nineteenth session, call 1 (not run: twelve tries found no machine). One
+# binary, three settings interleaved: main's defaults (the shaders built with wgpu's runtime
+# checks, each reduction counting its subgroup's lanes), DORY_WGPU_CHECKS=0 (without the
+# checks), and that with DORY_WGPU_SUBGROUP=1 (the adapter's fixed subgroup size a pipeline
+# constant of the reductions); the GPU tests under the last first. Then issue 9's figures; a
+# decoded row's attention in fewer, wider chunks (tiles of 128 keys, LANES=2) joined by the
+# out projection; the clocks during a long decode (what a call cut short loses last).
+# Built with `bench/wgpu_h200.sh build`; carry .gl and .wgpu-carry.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
-call_start
-old=.wgpu-carry/dory-24168e2
+(export DORY_WGPU_CHECKS=0 DORY_WGPU_SUBGROUP=1; call_start)
+large=/tmp/wgpu-large  # made by call_start's large_model, in its subshell
 tiny=models/dory-tiny
+# label, then the variables of the setting.
+settings=("checked" "unchecked DORY_WGPU_CHECKS=0" "subgroup DORY_WGPU_CHECKS=0 DORY_WGPU_SUBGROUP=1")
 for round in 1 2; do
     for m in "$large 64" "$tiny 128"; do
-        bench_knob checked $old $m DORY_WGPU_CHECKS 1
-        bench_knob unchecked $old $m
-        bench_knob subgroup $dory $m
+        for s in "${settings[@]}"; do
+            set -- $s
+            (label=$1; shift; [ $# = 0 ] || export "$@"; bench_knob $label $dory $m)
+        done
     done
 done
-for b in "checked $old" "unchecked $old" "subgroup $dory"; do
-    set -- $b
+for s in "${settings[@]}"; do
+    set -- $s
     (
-        [ $1 = checked ] && export DORY_WGPU_CHECKS=1
-        bench_run rule-$1 $2 $tiny 0 exact kl:0.05 512 128 2 120
-        bench_tg $1-4096 $2 $large 4096 exact 512 64 1
-        profile_large $1 $2
+        label=$1; shift; [ $# = 0 ] || export "$@"
+        bench_run rule-$label $dory $tiny 0 exact kl:0.05 512 128 2 120
+        bench_tg $label-4096 $dory $large 4096 exact 512 64 1
+        profile_large $label $dory
     )
 done
 figures

@@ -174,9 +174,10 @@ impl GpuDevice {
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
         // One subgroup size for every pipeline where the adapter reports no other and the
-        // probe ran in it.
+        // probe ran in it (asked for: `Options::subgroup`).
         let fixed = (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
-        let subgroup = runs.filter(|&n| fixed == Some(n)).unwrap_or(0);
+        let asked = std::env::var("DORY_WGPU_SUBGROUP").is_ok_and(|v| v == "1");
+        let subgroup = runs.filter(|&n| asked && fixed == Some(n)).unwrap_or(0);
         let mut options = Options { q8, subgroup, ..Options::new(reduce, coop, workgroup_bytes) };
         if info.device_type == wgpu::DeviceType::Cpu {
             options = options.on_cpu();
