@@ -162,7 +162,10 @@ impl GpuDevice {
             trace: wgpu::Trace::Off,
         }))
         .map_err(|e| gpu_err(format!("cannot open {}: {e}", info.name)))?;
-        let runs = if subgroups { subgroup_runs(&device, &queue)? } else { None };
+        // The probe where its answer is used: to choose the reductions, or for the size.
+        let asked = std::env::var("DORY_WGPU_SUBGROUP").is_ok_and(|v| v == "1");
+        let probe = subgroups && (reduce.is_none() || asked);
+        let runs = if probe { subgroup_runs(&device, &queue)? } else { None };
         let reduce = match reduce {
             Some(Reduce::Subgroup) if !subgroups => {
                 return Err(gpu_err(format!("adapter {} has no subgroup operations", info.name)))
@@ -173,11 +176,7 @@ impl GpuDevice {
         };
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
-        // One subgroup size for every pipeline where the adapter reports no other and the
-        // probe ran in it (asked for: `Options::subgroup`).
-        let fixed = (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
-        let asked = std::env::var("DORY_WGPU_SUBGROUP").is_ok_and(|v| v == "1");
-        let subgroup = runs.filter(|&n| asked && fixed == Some(n)).unwrap_or(0);
+        let subgroup = if asked { fixed_subgroup(&info, runs) } else { 0 };
         let mut options = Options { q8, subgroup, ..Options::new(reduce, coop, workgroup_bytes) };
         if info.device_type == wgpu::DeviceType::Cpu {
             options = options.on_cpu();
@@ -263,6 +262,13 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
             .cooperative_matrix_properties()
             .iter()
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
+}
+
+/// The subgroup size every pipeline may take as a constant (`Options::subgroup`): the
+/// probe's (`runs`), where the adapter reports no other; else 0.
+fn fixed_subgroup(info: &wgpu::AdapterInfo, runs: Option<u32>) -> u32 {
+    let fixed = (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
+    runs.filter(|&n| fixed == Some(n)).unwrap_or(0)
 }
 
 /// Runs `probe.wgsl`: the subgroups' size when every subgroup is a run of consecutive local

@@ -59,7 +59,7 @@ const PHASES: [&str; 9] = [
 ];
 
 /// Per phase: (times, nanoseconds).
-static HOST: Mutex<[(u64, f64); 9]> = Mutex::new([(0, 0.0); 9]);
+static HOST: Mutex<[(u64, f64); PHASES.len()]> = Mutex::new([(0, 0.0); PHASES.len()]);
 
 pub fn add_host(phase: Phase, ns: f64) {
     let mut h = HOST.lock().expect("profile lock");
