@@ -635,7 +635,11 @@ impl Backend for Wgpu {
         self.mix(Mix::Enter, h, x, s, 1);
     }
 
-    fn enter_greedy(&mut self, [h, x, s]: [&mut GpuBuf; 3], logits: &mut GpuBuf, v: usize) -> bool {
+    fn chooses(&self) -> bool {
+        true
+    }
+
+    fn enter_greedy(&mut self, [h, x, s]: [&mut GpuBuf; 3], logits: &mut GpuBuf, v: usize) {
         self.rec.begin_op();
         // The step runs after this one, which the device is still running: in one
         // submission, at `flush` (on the H200: dory-tiny 1.08–1.13×, the larger config
@@ -647,7 +651,6 @@ impl Backend for Wgpu {
             embed::greedy(&mut self.rec, &self.model.embed, &x.store, &logits.store, v);
             self.mix(Mix::Enter, h, x, s, 1);
         }
-        true
     }
 
     fn enter_ahead(&mut self, bufs: [&mut GpuBuf; 3], id: u32) {
@@ -668,6 +671,16 @@ impl Backend for Wgpu {
     fn exit_test(&mut self, rule: &ExitRule, k: usize, logits: &mut GpuBuf, kept: &mut GpuBuf, v: usize) {
         self.rec.begin_op();
         exit::record(&mut self.rec, rule, k, &logits.store, &kept.store, v);
+    }
+
+    fn gates(&self) -> bool {
+        let o = &self.model.dev.kernels.options;
+        o.exit_on_device && o.gate
+    }
+
+    fn gate(&mut self, logits: &mut GpuBuf, v: usize) {
+        self.rec.begin_op();
+        exit::gate(&mut self.rec, &logits.store, v);
     }
 
     fn release(&mut self, id: u32) -> dory::Result<()> {

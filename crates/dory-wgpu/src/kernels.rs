@@ -299,6 +299,10 @@ pub struct Options {
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
     /// (the next step recorded while that read comes back).
     pub exit_on_device: bool,
+    /// Such a step recorded only to the most passes of the last tokens (dory's
+    /// `Cap::Recent`), the step after it gated on it (ops/exit.rs's `gate`), where its row
+    /// goes on past them: DORY_WGPU_GATE=0 records every pass.
+    pub gate: bool,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -387,6 +391,7 @@ impl Options {
             // larger config's pp512 at depth 4096: bench/logs/h200-2026-12-05b/call-1).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
+            gate: std::env::var("DORY_WGPU_GATE").map_or(true, |v| v != "0"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
             checks: std::env::var("DORY_WGPU_CHECKS").map_or(true, |v| v != "0"),
@@ -634,6 +639,7 @@ pub struct Kernels {
     pub enter: [KernelId; DTYPES],
     pub greedy_enter: [KernelId; DTYPES],
     pub exit_test: KernelId,
+    pub exit_gate: KernelId,
     pub mix: KernelId,
     /// A pass's last residual, then the edge after it.
     pub residual_mix: KernelId,
@@ -826,6 +832,7 @@ impl Kernels {
             enter,
             greedy_enter,
             exit_test: b.add("exit", "exit_test", &[]),
+            exit_gate: b.add("exit", "exit_gate", &[]),
             mix: b.add("mix", "mix", &[]),
             residual_mix: b.add("mix", "residual_mix", &[]),
             residual: b.add("residual", "residual", &[]),

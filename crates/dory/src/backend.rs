@@ -288,13 +288,17 @@ pub trait Backend {
     /// given, so that a token costs no encoding between its sampling and its step.
     fn enter_held(&mut self, _bufs: [&mut Self::Buf; 3]) {}
 
-    /// For a greedy decoder: `enter` on argmax(logits[..v]) (`sampler::argmax`'s choice),
-    /// the token chosen on the device and left at logits[v] (a u32's bits, for the step's
-    /// read to check), so that the next step can start before the host reads these
-    /// logits. False where the backend does not (it then records nothing): a CPU's, whose
-    /// host has its logits at once.
-    fn enter_greedy(&mut self, _bufs: [&mut Self::Buf; 3], _logits: &mut Self::Buf, _v: usize) -> bool {
+    /// Whether the device chooses a greedy decoder's token (`enter_greedy`): a GPU's; a
+    /// CPU's host has its logits at once.
+    fn chooses(&self) -> bool {
         false
+    }
+
+    /// Where `chooses`: `enter` on argmax(logits[..v]) (`sampler::argmax`'s choice), the
+    /// token chosen on the device and left at logits[v] (a u32's bits, for the step's read
+    /// to check), so that the next step can start before the host reads these logits.
+    fn enter_greedy(&mut self, _bufs: [&mut Self::Buf; 3], _logits: &mut Self::Buf, _v: usize) {
+        unreachable!("a backend that chooses the greedy token on the device says so (chooses)")
     }
 
     /// `enter` on token `id` for a step to run right after the one the device is still
@@ -328,6 +332,20 @@ pub trait Backend {
     /// holds, so that a step with read-outs needs one read.
     fn exit_test(&mut self, _rule: &ExitRule, _k: usize, _logits: &mut Self::Buf, _kept: &mut Self::Buf, _v: usize) {
         unreachable!("a backend that tests the exit rule on the device says so (tests_exit)")
+    }
+
+    /// Whether a decoded step whose rule the device tests may be recorded to fewer than all
+    /// its passes (`Forward`'s cap), the step recorded after it starting with `gate`.
+    fn gates(&self) -> bool {
+        false
+    }
+
+    /// Where `gates`: the ops recorded after it, up to the next read (a decoded step
+    /// recorded ahead, from before its token's entry), do nothing where the step before
+    /// them left no pass in the word after `logits`' greedy token (`exit_test`'s): that row
+    /// went on past the passes recorded, and the host runs them first.
+    fn gate(&mut self, _logits: &mut Self::Buf, _v: usize) {
+        unreachable!("a backend that gates steps says so (gates)")
     }
 }
 

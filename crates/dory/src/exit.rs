@@ -77,6 +77,45 @@ impl ExitRule {
     }
 }
 
+/// How many passes a decoded step whose rule the device tests is recorded to
+/// (`Forward::set_cap`). Recorded to all of them, a step that leaves early still runs the
+/// later passes' dispatches, emptied, a few µs each on a GPU; recorded to fewer, it runs its
+/// later passes only where its row goes on past them, after a read and with the step
+/// recorded after it emptied (`Backend::gate`), so that a miss costs a host round trip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cap {
+    /// Every pass.
+    All,
+    /// The most passes any of the last n tokens decoded ran (every pass before the first).
+    Recent(usize),
+    /// k passes.
+    Fixed(usize),
+}
+
+/// The passes of the tokens decoded last, as many as `Cap::Recent` looks back at.
+#[derive(Debug, Default)]
+pub struct Recent {
+    passes: std::collections::VecDeque<usize>,
+}
+
+impl Recent {
+    pub fn push(&mut self, passes: usize, keep: usize) {
+        self.passes.push_back(passes);
+        while self.passes.len() > keep {
+            self.passes.pop_front();
+        }
+    }
+
+    /// The passes `cap` records a step to, of `passes` (before any is tested: all).
+    pub fn cap(&self, cap: Cap, passes: usize) -> usize {
+        match cap {
+            Cap::All => passes,
+            Cap::Recent(n) => self.passes.iter().rev().take(n).copied().max().unwrap_or(passes),
+            Cap::Fixed(k) => k,
+        }
+    }
+}
+
 impl std::fmt::Display for ExitRule {
     /// As `--exit` takes it: `none`, `kl:0.05`, `confidence:0.9:2`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

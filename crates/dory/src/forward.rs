@@ -17,7 +17,7 @@ use crate::backend::{Backend, Edge, Layer, Mat, Mix, Part};
 use crate::cache::{Keys, Near, Rows};
 use crate::config::{Config, LayerKind, O1};
 use crate::error::{invalid, Error, Result};
-use crate::exit::{self, ExitRule};
+use crate::exit::{self, Cap, ExitRule, Recent};
 use crate::nystrom;
 use crate::rope;
 use crate::sampler::argmax;
@@ -27,6 +27,12 @@ use crate::sampler::argmax;
 /// of the benchmark config's bf16 54 → 60 MiB) and 1.02–1.10× on a Zen 4 VM within its noise
 /// (docs/BENCHMARKS.md, 2026-12-03 and -04).
 pub const DEFAULT_CHUNK: usize = 512;
+
+/// The tokens `Cap::Recent` looks back at by default. The shipped model under its rule on
+/// the CPU (2,394 tokens) left after 2 passes 65.2 %, 3 passes 33.7 %, 4 passes 1.1 %:
+/// replayed, the most of the last 16 empties 0.84 passes a token (all four recorded: 1.64)
+/// and misses 0.9 % of tokens (docs/BENCHMARKS.md, 2026-12-07).
+const RECENT: usize = 16;
 
 /// How full layers attend.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,12 +98,14 @@ pub struct Decoded {
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
-/// under the exit rule `exit`, up to its first read (`Forward::first_read`).
+/// under the exit rule `exit`, up to its first read (`Forward::first_read`), and to pass
+/// `upto` at most (`Forward::upto`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Ahead {
     pos: usize,
     exit: ExitRule,
     token: Token,
+    upto: usize,
 }
 
 /// How a step recorded ahead gets its token.
@@ -150,6 +158,10 @@ pub struct Forward<B: Backend> {
     pushed: Option<usize>,
     /// Whether each decoded step is fed the greedy token of the one before (`set_greedy`).
     greedy: bool,
+    /// The passes a decoded step whose rule the device tests is recorded to (`set_cap`),
+    /// and the passes of the last tokens decoded, which `Cap::Recent` reads.
+    cap: Cap,
+    recent: Recent,
 }
 
 impl<B: Backend> Forward<B> {
@@ -177,6 +189,8 @@ impl<B: Backend> Forward<B> {
             ahead: None,
             pushed: None,
             greedy: false,
+            cap: Cap::Recent(RECENT),
+            recent: Recent::default(),
         };
         f.reset()?;
         Ok(f)
@@ -240,6 +254,12 @@ impl<B: Backend> Forward<B> {
         self.greedy = greedy;
     }
 
+    /// How many passes a decoded step whose rule the device tests is recorded to, by
+    /// default the most of the last 16 tokens (`Cap`).
+    pub fn set_cap(&mut self, cap: Cap) {
+        self.cap = cap;
+    }
+
     /// Whether the step recorded ahead runs already, on the device's greedy token or a
     /// token fed ahead.
     pub fn running_ahead(&self) -> bool {
@@ -249,7 +269,7 @@ impl<B: Backend> Forward<B> {
     /// A step recorded ahead of its token (`read_last`), if any: its position and the pass
     /// it is recorded to (its first read).
     pub fn recorded_ahead(&self) -> Option<(usize, usize)> {
-        self.ahead.map(|a| (a.pos, self.first_read(&a.exit)))
+        self.ahead.map(|a| (a.pos, self.first_read(&a.exit).min(a.upto)))
     }
 
     /// Whether any full layer is sealed.
@@ -384,7 +404,11 @@ impl<B: Backend> Forward<B> {
 
     /// One decoded token at `pos`, with the exit rule `exit`.
     pub fn decode(&mut self, id: u32, pos: usize, exit: &ExitRule) -> Result<Decoded> {
-        self.decode_fed(id, pos, exit, None)
+        let d = self.decode_fed(id, pos, exit, None)?;
+        if let Cap::Recent(n) = self.cap {
+            self.recent.push(d.passes, n);
+        }
+        Ok(d)
     }
 
     /// `decode`, and where the token of the step after is known (`next`), that step run
@@ -394,15 +418,21 @@ impl<B: Backend> Forward<B> {
         let at = Rows { pos0: pos, rows: 1 };
         let first = self.first_read(exit);
         let mut check = None;
-        match self.ahead.take_if(|a| a.pos == pos && a.exit == *exit).map(|a| a.token) {
-            Some(Token::Greedy { token }) if token == id => check = Some(id),
-            Some(Token::Fed { token }) if token == id => {}
-            Some(Token::Held) => self.backend.release(id)?,
+        let upto = match self.ahead.take_if(|a| a.pos == pos && a.exit == *exit) {
+            Some(a @ Ahead { token: Token::Greedy { token }, .. }) if token == id => {
+                check = Some(id);
+                a.upto
+            }
+            Some(a @ Ahead { token: Token::Fed { token }, .. }) if token == id => a.upto,
+            Some(a @ Ahead { token: Token::Held, .. }) => {
+                self.backend.release(id)?;
+                a.upto
+            }
             // Drops a step recorded ahead for another position or rule. One that ran on
             // another token (the caller's was not the greedy one) wrote only its own
             // position, which this step writes again.
             _ => self.start(id, at, exit)?,
-        }
+        };
         let mut previous: Option<Vec<f64>> = None;
         // Each k here is a read-out the host tests.
         let mut k = first;
@@ -421,7 +451,7 @@ impl<B: Backend> Forward<B> {
                 let sc = self.scratch.as_ref().expect("prepared");
                 let (buf, len) = if both { (&sc.kept, 2 * v) } else { (&sc.logits, v) };
                 self.backend.read_begin(buf, len);
-                self.record_next(at, exit, Token::Held);
+                self.record_next(at, exit, Token::Held, false);
             }
             let sc = self.scratch.as_ref().expect("prepared");
             let logits = if both {
@@ -447,11 +477,34 @@ impl<B: Backend> Forward<B> {
                 let sc = self.scratch.as_mut().expect("prepared");
                 self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
             }
-            k = self.passes_to_read(at, k + 1, exit);
+            k = self.passes_to_read(at, k + 1, passes, exit);
         }
         let tested = self.backend.tests_exit() && (1..passes).any(|k| exit.tested(k, passes));
-        let (logits, left) = self.read_last(at, exit, check, tested, next)?;
+        let (mut logits, mut left) = self.read_last(at, exit, check, tested, next, upto < passes)?;
+        if upto < passes && left.is_none() {
+            (logits, left) = self.go_on(at, upto, exit, next)?;
+        }
         Ok(Decoded { logits, passes: left.unwrap_or(passes) })
+    }
+
+    /// The passes after `upto` of a decoded row that went on past those recorded, and their
+    /// read (`read_last`'s): the step after it, gated on it, was emptied (or is dropped
+    /// unrun), and h is formed again from the read-out's state, as after a read-out the host
+    /// tests.
+    fn go_on(
+        &mut self,
+        at: Rows,
+        upto: usize,
+        exit: &ExitRule,
+        next: Option<u32>,
+    ) -> Result<(Vec<f32>, Option<usize>)> {
+        let passes = self.config.passes;
+        self.drop_ahead();
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.mix(Mix::Resume, &mut sc.h, &sc.x, &mut sc.s, 1);
+        self.passes_to_read(at, upto + 1, passes, exit);
+        let tested = self.backend.tests_exit() && (upto + 1..passes).any(|k| exit.tested(k, passes));
+        self.read_last(at, exit, None, tested, next, false)
     }
 
     /// The pass after which the host first reads a decoded row under `exit`: its first
@@ -468,17 +521,32 @@ impl<B: Backend> Forward<B> {
         self.first_read(exit) == self.config.passes
     }
 
-    /// Records a decoded row's step on token `id`, up to its first read.
-    fn start(&mut self, id: u32, at: Rows, exit: &ExitRule) -> Result<()> {
-        self.prepare(at, 1, 1)?;
-        let sc = self.scratch.as_mut().expect("prepared");
-        self.backend.enter([&mut sc.h, &mut sc.x, &mut sc.s], &[id]);
-        self.passes_to_read(at, 1, exit);
-        Ok(())
+    /// The passes a decoded step under `exit` is recorded to: `cap`'s, raised to a pass the
+    /// rule is tested after; all of them where the backend does not gate the step after it,
+    /// or once a layer is sealed (that step's push, recorded ahead, would reach this row's
+    /// later passes).
+    fn upto(&self, exit: &ExitRule) -> usize {
+        let passes = self.config.passes;
+        if !self.backend.gates() || self.sealed() {
+            return passes;
+        }
+        let want = self.recent.cap(self.cap, passes);
+        (want.max(1)..passes).find(|&k| exit.tested(k, passes)).unwrap_or(passes)
     }
 
-    /// Records passes `from..` of a decoded row up to the host's next read: a read-out the
-    /// host tests, else the last pass. The read-outs on the way stay on the device: one
+    /// Records a decoded row's step on token `id`, up to its first read; returns the pass
+    /// it is recorded to at most (`upto`).
+    fn start(&mut self, id: u32, at: Rows, exit: &ExitRule) -> Result<usize> {
+        self.prepare(at, 1, 1)?;
+        let upto = self.upto(exit);
+        let sc = self.scratch.as_mut().expect("prepared");
+        self.backend.enter([&mut sc.h, &mut sc.x, &mut sc.s], &[id]);
+        self.passes_to_read(at, 1, upto, exit);
+        Ok(upto)
+    }
+
+    /// Records passes `from..=upto` of a decoded row up to the host's next read: a read-out
+    /// the host tests, else pass `upto` (the last, or a read-out tested on the device). The read-outs on the way stay on the device: one
     /// tested there is tested there (the rest of the step skipped where the rule holds),
     /// an untested one is written where the next test reads its "before" (`kept`, row 0).
     /// Returns the pass read after.
@@ -488,11 +556,11 @@ impl<B: Backend> Forward<B> {
     /// one) and the head reads s, one dispatch fewer a read-out. A pass with no read-out
     /// after it is closed by the next pass's first projection, which a backend may fuse
     /// with it.
-    fn passes_to_read(&mut self, at: Rows, from: usize, exit: &ExitRule) -> usize {
+    fn passes_to_read(&mut self, at: Rows, from: usize, upto: usize, exit: &ExitRule) -> usize {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let rope = rope::table(self.config.rope_theta, self.config.head_dim, self.rope_offset + at.pos0, 1);
         let mut open = None;
-        for k in from..=passes {
+        for k in from..=upto {
             let edge = if k == passes { Mix::Leave } else { Mix::Between };
             let closing = self.layers_pass(at, &rope, open.take());
             if edge == Mix::Between && !exit.reads_out(k, passes) {
@@ -513,8 +581,11 @@ impl<B: Backend> Forward<B> {
                 return k;
             }
             self.backend.exit_test(exit, k, &mut sc.logits, &mut sc.kept, v);
+            if k == upto {
+                return k;
+            }
         }
-        unreachable!("the last pass leaves")
+        unreachable!("the last pass leaves, and a step recorded to fewer is tested after its last")
     }
 
     /// The last read of a decoded row. Where the backend holds ops, the next position's
@@ -527,7 +598,9 @@ impl<B: Backend> Forward<B> {
     /// instead: the host checks the token it was fed against its own argmax of these logits
     /// before it takes the step, and that step's read checks the device's (`check`). With
     /// `tested` (the device tested the rule), the pass the row left at comes back too
-    /// (None: it ran them all), from the word after the greedy token's.
+    /// (None: it ran them all, or went on past those recorded), from the word after the
+    /// greedy token's. With `gated` (this step recorded to fewer than all its passes), the
+    /// next step starts with a gate on that word (`Backend::gate`).
     fn read_last(
         &mut self,
         at: Rows,
@@ -535,6 +608,7 @@ impl<B: Backend> Forward<B> {
         check: Option<u32>,
         tested: bool,
         fed: Option<u32>,
+        gated: bool,
     ) -> Result<(Vec<f32>, Option<usize>)> {
         let (v, passes) = (self.config.vocab_size, self.config.passes);
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
@@ -549,7 +623,7 @@ impl<B: Backend> Forward<B> {
                 None if self.greedy => Token::Greedy { token: u32::MAX },
                 None => Token::Held,
             };
-            self.record_next(at, exit, token);
+            self.record_next(at, exit, token, gated);
         }
         let sc = self.scratch.as_ref().expect("prepared");
         let mut logits = self.backend.read(&sc.logits, len)?;
@@ -584,33 +658,36 @@ impl<B: Backend> Forward<B> {
     /// (after the seal, its push: the step there again does not push).
     /// A failure there is that step's, not this one's: it is not held, and its own decode
     /// prepares again and reports it.
-    fn record_next(&mut self, at: Rows, exit: &ExitRule, token: Token) {
+    fn record_next(&mut self, at: Rows, exit: &ExitRule, token: Token, gated: bool) {
         let next = Rows { pos0: at.pos0 + 1, rows: 1 };
         if self.prepare(next, 1, 1).is_err() {
             return;
         }
-        let v = self.config.vocab_size;
-        let sc = self.scratch.as_mut().expect("prepared");
-        let bufs = [&mut sc.h, &mut sc.x, &mut sc.s];
+        let (v, upto) = (self.config.vocab_size, self.upto(exit));
         let token = match token {
-            Token::Fed { token } => {
-                self.backend.enter_ahead(bufs, token);
-                Token::Fed { token }
-            }
-            Token::Greedy { .. } if self.backend.enter_greedy(bufs, &mut sc.logits, v) => {
-                Token::Greedy { token: u32::MAX }
-            }
-            _ => {
-                self.backend.hold();
-                self.backend.enter_held([&mut sc.h, &mut sc.x, &mut sc.s]);
-                Token::Held
-            }
+            Token::Greedy { .. } if self.backend.chooses() => Token::Greedy { token: u32::MAX },
+            Token::Fed { token } => Token::Fed { token },
+            _ => Token::Held,
         };
-        self.passes_to_read(next, 1, exit);
+        if token == Token::Held {
+            self.backend.hold();
+        }
+        let sc = self.scratch.as_mut().expect("prepared");
+        // Before its entry, which writes the state the row at `at` goes on from.
+        if gated {
+            self.backend.gate(&mut sc.logits, v);
+        }
+        let bufs = [&mut sc.h, &mut sc.x, &mut sc.s];
+        match token {
+            Token::Fed { token } => self.backend.enter_ahead(bufs, token),
+            Token::Greedy { .. } => self.backend.enter_greedy(bufs, &mut sc.logits, v),
+            Token::Held => self.backend.enter_held(bufs),
+        }
+        self.passes_to_read(next, 1, upto, exit);
         if token != Token::Held {
             self.backend.flush();
         }
-        self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, token });
+        self.ahead = Some(Ahead { pos: next.pos0, exit: *exit, token, upto });
     }
 
     /// Drops a step recorded ahead.

@@ -34,3 +34,14 @@ pub fn record(rec: &mut Recorder, rule: &ExitRule, k: usize, logits: &Arc<Store>
     rec.dispatch_always(rec.dev().kernels.exit_test, &binds, &p, [1, 1, 1]);
     rec.skip_from();
 }
+
+/// The first dispatch of a decoded step recorded ahead of one recorded to fewer than all its
+/// passes (`logits` that step's, as `record` leaves them): the rest of this step is emptied
+/// where that row went on past them, so that the host can run its later passes first.
+pub fn gate(rec: &mut Recorder, logits: &Arc<Store>, v: usize) {
+    let args = rec.skip_args();
+    let p = Params { v: v as u32, k: 0, first: 0, criterion: 0, threshold: 0.0 };
+    let binds = [(0, Bind::Buf(logits.clone())), (2, Bind::Buf(args))];
+    rec.dispatch_always(rec.dev().kernels.exit_gate, &binds, &p, [1, 1, 1]);
+    rec.skip_from();
+}

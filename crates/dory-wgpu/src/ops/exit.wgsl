@@ -95,3 +95,28 @@ fn exit_test(@builtin(local_invocation_index) lid: u32) {
         }
     }
 }
+
+// The word a gate (exit_gate) leaves after the logits where it emptied its step: a row that
+// has left, to the step's own tests.
+const EMPTIED: u32 = 0xffffffffu;
+
+// The first dispatch of a decoded step recorded ahead of one recorded to fewer than all its
+// passes (forward.rs's `upto`): where that row went on past them (the word after its greedy
+// token's still 0), this step is emptied, as a test that holds empties the rest of its own
+// (the host then runs that row's later passes and records this step again), and the word
+// set to EMPTIED, so that this step's tests do nothing; else the word is cleared for them.
+@compute @workgroup_size(256)
+fn exit_gate(@builtin(local_invocation_index) lid: u32) {
+    if (lid == 0u) {
+        gone = bitcast<u32>(logits[p.v + 1u]);
+    }
+    let went_on = workgroupUniformLoad(&gone) == 0u;
+    if (went_on) {
+        for (var i = lid; i < 3u * args[0]; i = i + WG) {
+            args[1u + i] = 0u;
+        }
+    }
+    if (lid == 0u) {
+        logits[p.v + 1u] = bitcast<f32>(select(0u, EMPTIED, went_on));
+    }
+}

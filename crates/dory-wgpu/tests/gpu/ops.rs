@@ -187,7 +187,8 @@ fn the_greedy_token_is_the_samplers_and_enters_the_loop() {
             let mut lg = gpu.put(&[logits.as_slice(), &[f32::NAN]].concat());
             let d = c.hidden;
             let [mut hg, mut xg, mut sg] = [0, 1, 2].map(|_| gpu.poisoned(d));
-            assert!(gpu.enter_greedy([&mut hg, &mut xg, &mut sg], &mut lg, v), "a GPU chooses");
+            assert!(gpu.chooses(), "a GPU chooses");
+            gpu.enter_greedy([&mut hg, &mut xg, &mut sg], &mut lg, v);
             let got = gpu.get(&lg, v + 1)[v].to_bits();
             assert_eq!(got, want, "{} case {i}: the greedy token", dev.describe());
             let [mut hc, mut xc, mut sc] = [0, 1, 2].map(|_| cpu.poisoned(d));
