@@ -163,7 +163,7 @@ impl GpuDevice {
         }))
         .map_err(|e| gpu_err(format!("cannot open {}: {e}", info.name)))?;
         // The probe where its answer is used: to choose the reductions, or for the size.
-        let asked = std::env::var("DORY_WGPU_SUBGROUP").is_ok_and(|v| v == "1");
+        let asked = std::env::var("DORY_WGPU_SUBGROUP").map_or(true, |v| v != "0");
         let probe = subgroups && (reduce.is_none() || asked);
         let runs = if probe { subgroup_runs(&device, &queue)? } else { None };
         let reduce = match reduce {

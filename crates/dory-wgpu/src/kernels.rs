@@ -311,15 +311,16 @@ pub struct Options {
     pub bf16_as_f16: bool,
     /// The shaders built with wgpu's runtime checks (`ShaderRuntimeChecks::checked`: every
     /// index into an array or vector clamped, every loop given a counter that breaks it,
-    /// every division guarded), as by default. The kernels are ours, index only within
-    /// their arrays and buffers and their loops end (the tests run them without the checks
-    /// on lavapipe), so DORY_WGPU_CHECKS=0 builds them without, for measuring what the
-    /// checks cost on a GPU before that becomes the default.
+    /// every division guarded), as wgpu builds them unless asked: DORY_WGPU_CHECKS=1. The
+    /// kernels are ours, index only within their arrays and buffers and their loops end, so
+    /// by default they are built without (on the H100: the larger config's decode
+    /// 1.03×, dory-tiny's 1.02–1.04×; bench/logs/h200-2026-12-07c/call-1).
     pub checks: bool,
-    /// The adapter's subgroup size where it reports one fixed size, the subgroup
-    /// reductions are chosen and DORY_WGPU_SUBGROUP=1 asks for it (`reduce_subgroup.wgsl`'s
-    /// SUBGROUP: not yet measured on a GPU); 0, by default: each reduction counts its
-    /// subgroup's lanes.
+    /// The adapter's subgroup size, where it reports one fixed size and the subgroup
+    /// reductions are chosen: a pipeline constant (`reduce_subgroup.wgsl`'s SUBGROUP), so
+    /// that the reductions' loops unroll (on the H100, with the checks off: the larger
+    /// config's decode 1.07×, dory-tiny's 1.11–1.12×; call-1 as above). 0 where it varies,
+    /// or DORY_WGPU_SUBGROUP=0: each reduction counts its subgroup's lanes.
     pub subgroup: u32,
 }
 
@@ -347,8 +348,8 @@ impl Options {
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them),
-    /// DORY_WGPU_CHECKS=0 (the shaders built without wgpu's runtime checks),
-    /// DORY_WGPU_SUBGROUP=1 (the adapter's fixed subgroup size a pipeline constant).
+    /// DORY_WGPU_CHECKS=1 (the shaders built with wgpu's runtime checks),
+    /// DORY_WGPU_SUBGROUP=0 (each reduction counts its subgroup's lanes; device.rs reads it).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -394,7 +395,7 @@ impl Options {
             gate: std::env::var("DORY_WGPU_GATE").map_or(true, |v| v != "0"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
-            checks: std::env::var("DORY_WGPU_CHECKS").map_or(true, |v| v != "0"),
+            checks: std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1"),
             subgroup: 0,
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
@@ -877,8 +878,8 @@ impl Kernels {
                 } else {
                     // SAFETY: wgpu asks that a module built without its checks index only
                     // within its arrays and buffers, divide by no zero and loop finitely
-                    // (`Options::checks`): ours do; every GPU test passed on lavapipe with
-                    // the checks off (DORY_WGPU_CHECKS=0).
+                    // (`Options::checks`): ours do; every GPU test passes without the checks
+                    // on lavapipe and the H100.
                     unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
                 };
                 modules.push((m.name, module));

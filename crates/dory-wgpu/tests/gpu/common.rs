@@ -38,8 +38,9 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // residual fused into it, a decoded row's embedding and the loop's entry apart,
             // bf16 projections held the other way, the
             // tensor-core GEMM's blocks each in one subgroup and its split after the
-            // residual's dispatch; exit rules tested where the defaults do not; and a
-            // one-row projection's bands two to a workgroup where it forms the residual.
+            // residual's dispatch; exit rules tested where the defaults do not; a
+            // one-row projection's bands two to a workgroup where it forms the residual;
+            // and the shaders built with wgpu's runtime checks.
             let shared =
                 GpuDevice::open_with(Pick::Any, Some(Reduce::Shared)).expect("the same adapter, shared reductions");
             let o = shared.kernels.options;
@@ -56,6 +57,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 exit_on_device,
                 q8: true,
                 gemv_bands: Bands { per: 2, from: 1 },
+                checks: true,
                 ..o
             };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
@@ -76,6 +78,9 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             // projection to a workgroup where it forms the residual.
             let (attend_per, attend_ahead) = (256, 4);
             let gemv_bands = Bands { per: 3, from: 1 };
+            // And each reduction counting its subgroup's lanes, as where the adapter's
+            // subgroup size varies.
+            let subgroup = 0;
             let other = Options {
                 tiles: !o.tiles,
                 attend_coop,
@@ -86,6 +91,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 attend_per,
                 attend_ahead,
                 gemv_bands,
+                subgroup,
                 ..o
             };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
