@@ -6,7 +6,8 @@
 # bench/logs/h200-2026-12-07/measure-3-main.patch (.wgpu-carry/dory-measure), so that the
 # next session knows which kernels' bodies the knobs shortened and which stay far from
 # their floors. Exact, all passes, depth 0, one run each. To build the binary: a worktree of
-# main with the patch applied, `cargo build --release --locked -p dory-cli`, its dory stripped
+# main with the patch applied, `cargo build --release --locked -p dory-cli` with a target folder
+# of its own (one shared with main's mixes the two builds), its dory stripped
 # and gzipped as .wgpu-carry/dory-measure.gz (beside `bench/wgpu_h200.sh build`'s).
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
