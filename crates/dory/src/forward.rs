@@ -546,9 +546,10 @@ impl<B: Backend> Forward<B> {
     }
 
     /// Records passes `from..=upto` of a decoded row up to the host's next read: a read-out
-    /// the host tests, else pass `upto` (the last, or a read-out tested on the device). The read-outs on the way stay on the device: one
-    /// tested there is tested there (the rest of the step skipped where the rule holds),
-    /// an untested one is written where the next test reads its "before" (`kept`, row 0).
+    /// the host tests, else pass `upto` (the last, or a read-out tested on the device). The
+    /// read-outs on the way stay on the device: one tested there is tested there (the rest
+    /// of the step skipped where the rule holds), an untested one is written where the next
+    /// test reads its "before" (`kept`, row 0).
     /// Returns the pass read after.
     /// So a step read once, at its end, is recorded whole: ahead of its token, too.
     /// A read-out's state is the one the next pass starts from, s = N(h): its pass ends as
