@@ -22,6 +22,9 @@
 #   bench/wgpu_h200.sh build REV   also the `dory` binary of commit REV, as .wgpu-carry/dory-REV
 #                              (gzipped here, unpacked there; for `run ab`, or `run sweep`
 #                              with bin:.wgpu-carry/dory-REV: the two binaries in one call)
+#   bench/wgpu_h200.sh build REV PATCH   the same with PATCH applied to REV (a measuring knob
+#                              never merged), as .wgpu-carry/dory-REV-NAME (NAME: PATCH's
+#                              file name without .patch)
 #   bench/wgpu_h200.sh run ab  the GPU tests (also with the plain GEMM), then the larger
 #                              model's decode and prompt under each DORY_WGPU_* switch
 #                              (AB_SWITCHES; by default the residual's fusion and the
@@ -60,15 +63,19 @@ if [ "${1:-}" = build ]; then
     if [ -n "${2:-}" ]; then
         # Another commit's binary, built first in a worktree of its own but in this target
         # folder (its dependencies built once; this commit's binaries, built next, win).
-        old=/tmp/dory-build-$2
-        [ -d $old ] || git worktree add -q --detach $old "$2"
+        name=$2${3:+-$(basename "$3" .patch)}
+        old=/tmp/dory-build-$name
+        if [ ! -d $old ]; then
+            git worktree add -q --detach $old "$2"
+            [ -z "${3:-}" ] || git -C $old apply "$(realpath "$3")"
+        fi
         # Cargo judges the shared artifacts by time: the other tree's sources made newer.
         (cd $old && find crates -name '*.rs' -o -name '*.wgsl' | xargs touch \
             && DORY_COMMIT=$2 CARGO_TARGET_DIR=$target cargo build --release --locked -p dory-cli)
         # Stripped and compressed: the two binaries and the tree must fit one carry (64 MiB).
-        cp "$target/release/dory" $carry/dory-$2
-        strip $carry/dory-$2
-        gzip -f $carry/dory-$2
+        cp "$target/release/dory" $carry/dory-$name
+        strip $carry/dory-$name
+        gzip -f $carry/dory-$name
         # And this tree's sources made newer than what was just built from the other.
         find crates -name '*.rs' -o -name '*.wgsl' | xargs touch
     fi
