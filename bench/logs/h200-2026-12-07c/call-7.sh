@@ -4,7 +4,8 @@
 # main's new defaults (the checks off, the subgroup a constant): each decode kernel
 # dispatched with no workgroups (DORY_WGPU_EMPTY) and twice in a row (DORY_WGPU_TWICE), so
 # that the next session knows which kernels' bodies the knobs shortened and which stay far
-# from their floors. Exact, all passes, depth 0, one run each. The binary: main plus
+# from their floors (exact, all passes, depth 0, one run each); then a decoded row's attention
+# in one chunk, without combine (main's binary, knobs that exist). The measuring binary: main plus
 # bench/logs/h200-2026-12-07/measure-3-main.patch, built with
 #   bash bench/wgpu_h200.sh build $(git rev-parse --short HEAD) bench/logs/h200-2026-12-07/measure-3-main.patch
 # (carry .gl and .wgpu-carry).
@@ -14,3 +15,14 @@ large_model
 m=$(ls .wgpu-carry/dory-*-measure-3-main | head -1)
 empty_twice $m models/dory-tiny 128 attend gemv_combine gemv_glu_residual gemv_residual gemv
 empty_twice $m $large 64 attend combine gemv gemv_residual gemv_glu_residual
+# A decoded row's attention in one chunk (direct: no combine, the walk ~9 tiles long at depth
+# 0) against the default 18 chunks of 32 keys and a combine, with tiles of 64, 128 and 32 keys
+# (LANES 4, 2, 8): does a stage less pay for the longer walk?
+for round in 1 2; do
+    bench_knob default .wgpu-carry/dory $large 64
+    bench_knob direct .wgpu-carry/dory $large 64 DORY_WGPU_ATTEND_PER 4096
+    (export DORY_WGPU_ATTEND_PER=4096 DORY_WGPU_ATTEND_LANES=2; bench_knob direct-l2 .wgpu-carry/dory $large 64)
+    (export DORY_WGPU_ATTEND_PER=4096 DORY_WGPU_ATTEND_LANES=8; bench_knob direct-l8 .wgpu-carry/dory $large 64)
+    bench_run rule-default .wgpu-carry/dory models/dory-tiny 0 exact kl:0.05 512 128 3 120
+    (export DORY_WGPU_ATTEND_PER=4096; bench_run rule-direct .wgpu-carry/dory models/dory-tiny 0 exact kl:0.05 512 128 3 120)
+done
