@@ -177,7 +177,8 @@ impl GpuDevice {
         let coop = coop && reduce == Reduce::Subgroup;
         let workgroup_bytes = limits.max_compute_workgroup_storage_size;
         let subgroup = if asked { fixed_subgroup(&info, runs) } else { 0 };
-        let mut options = Options { q8, subgroup, ..Options::new(reduce, coop, workgroup_bytes) };
+        let checks = keeps_checks(&info);
+        let mut options = Options { q8, subgroup, checks, ..Options::new(reduce, coop, workgroup_bytes) };
         if info.device_type == wgpu::DeviceType::Cpu {
             options = options.on_cpu();
         }
@@ -262,6 +263,18 @@ fn offers_coop(adapter: &wgpu::Adapter) -> bool {
             .cooperative_matrix_properties()
             .iter()
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
+}
+
+/// Whether the shaders keep wgpu's runtime checks (`Options::checks`): as DORY_WGPU_CHECKS
+/// says, else only off Vulkan. Without naga's checks a buffer access is still kept in its
+/// buffer there by the robust buffer access wgpu enables; on Metal and DX12 naga's checks
+/// are the only ones, and no GPU of theirs has run these kernels.
+fn keeps_checks(info: &wgpu::AdapterInfo) -> bool {
+    match std::env::var("DORY_WGPU_CHECKS").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => info.backend != wgpu::Backend::Vulkan,
+    }
 }
 
 /// The subgroup size every pipeline may take as a constant (`Options::subgroup`): the

@@ -311,10 +311,10 @@ pub struct Options {
     pub bf16_as_f16: bool,
     /// The shaders built with wgpu's runtime checks (`ShaderRuntimeChecks::checked`: every
     /// index into an array or vector clamped, every loop given a counter that breaks it,
-    /// every division guarded), as wgpu builds them unless asked: DORY_WGPU_CHECKS=1. The
-    /// kernels are ours, index only within their arrays and buffers and their loops end, so
-    /// by default they are built without (on the H100: the larger config's decode
-    /// 1.03×, dory-tiny's 1.02–1.04×; bench/logs/h200-2026-12-07c/call-1).
+    /// every division guarded), as wgpu builds them unless asked. The kernels are ours,
+    /// index only within their arrays and buffers and their loops end, so on Vulkan they
+    /// are built without (on the H100: the larger config's decode 1.03×, dory-tiny's
+    /// 1.02–1.04×; bench/logs/h200-2026-12-07c/call-1): device.rs's `keeps_checks`.
     pub checks: bool,
     /// The adapter's subgroup size, where it reports one fixed size and the subgroup
     /// reductions are chosen: a pipeline constant (`reduce_subgroup.wgsl`'s SUBGROUP), so
@@ -348,8 +348,9 @@ impl Options {
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
     /// rows, which keeps them from the tensor cores, or in tiles without them),
-    /// DORY_WGPU_CHECKS=1 (the shaders built with wgpu's runtime checks),
-    /// DORY_WGPU_SUBGROUP=0 (each reduction counts its subgroup's lanes; device.rs reads it).
+    /// and, read by device.rs: DORY_WGPU_CHECKS=0|1 (the shaders built without or with
+    /// wgpu's runtime checks), DORY_WGPU_SUBGROUP=0 (each reduction counts its subgroup's
+    /// lanes).
     pub fn new(reduce: Reduce, coop: bool, workgroup_bytes: u32) -> Options {
         let xs = Self::xs_most(workgroup_bytes);
         let mut o = Options {
@@ -395,7 +396,7 @@ impl Options {
             gate: std::env::var("DORY_WGPU_GATE").map_or(true, |v| v != "0"),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
-            checks: std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1"),
+            checks: false,
             subgroup: 0,
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {

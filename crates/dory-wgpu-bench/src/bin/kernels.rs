@@ -157,7 +157,8 @@ fn projections(dev: &Arc<GpuDevice>, c: &dory::Config) -> Result<Vec<(&'static s
         ("down", (d, f), Prologue::Swiglu),
         ("head", (c.vocab_size, d), Prologue::None),
     ];
-    let base = Options { q8: true, ..Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes) };
+    let checks = dev.kernels.options.checks;
+    let base = Options { q8: true, checks, ..Options::new(dev.caps.reduce, dev.caps.coop, dev.caps.workgroup_bytes) };
     let variants = if quick { vec![base] } else { kernel_shapes(base, dev.caps.workgroup_bytes) };
     let mut weights = vec![];
     for dtype in dtypes()? {
