@@ -26,3 +26,15 @@ for round in 1 2; do
     bench_run rule-default .wgpu-carry/dory models/dory-tiny 0 exact kl:0.05 512 128 3 120
     (export DORY_WGPU_ATTEND_PER=4096; bench_run rule-direct .wgpu-carry/dory models/dory-tiny 0 exact kl:0.05 512 128 3 120)
 done
+# How many recent tokens a step's recorded passes follow (DORY_WGPU_GATE=N; 0 records every
+# pass): the bench's random tokens need 4 passes more often than text does, so fewer may pay
+# there; `dory bench` now reports the passes emptied and the tokens that went on.
+for round in 1 2; do
+    for n in 16 0 4 8 32; do
+        (export DORY_WGPU_GATE=$n; bench_run rule-gate$n .wgpu-carry/dory models/dory-tiny 0 exact kl:0.05 512 128 3 120)
+    done
+done
+grep -h '"went_on"' $OUT/a/bench.jsonl | python3 -c "import json,sys
+for l in sys.stdin:
+    k, _, j = l.partition(' '); j = json.loads(j)
+    print(k, round(j['tg']['median'], 1), 'emptied', round(j['emptied_passes_per_token'], 2), 'went on', round(j['went_on'], 3))"

@@ -63,6 +63,8 @@ pub fn run(a: &Args) -> Result<()> {
             "pp": stats(a.prompt, &r.pp),
             "tg": r.tg.as_ref().map(|t| stats(a.gen, t)),
             "passes_per_token": r.passes_per_token,
+            "emptied_passes_per_token": r.emptied_per_token,
+            "went_on": r.went_on,
             "attention": attention,
             "cache_bytes": r.cache_bytes,
             "tg_rss_bytes": [r.tg_rss.0, r.tg_rss.1],
@@ -97,8 +99,18 @@ fn table(a: &Args, r: &Report, attention: &str, peak: Option<u64>) {
     let pp = &r.pp;
     println!("pp{:<6} {:>10.1} tokens/s  (min {:.1}, max {:.1})", a.prompt, pp.median, pp.min, pp.max);
     if let Some(tg) = &r.tg {
+        // Where the device empties passes after a token leaves (an exit rule it tests).
+        let recorded = if r.emptied_per_token > 0.0 || r.went_on > 0.0 {
+            format!(
+                " ({:.2} more recorded and emptied; {:.1} % of tokens went on past those first recorded)",
+                r.emptied_per_token,
+                100.0 * r.went_on
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "tg{:<6} {:>10.1} tokens/s  (min {:.1}, max {:.1}); {:.2} passes per token",
+            "tg{:<6} {:>10.1} tokens/s  (min {:.1}, max {:.1}); {:.2} passes per token{recorded}",
             a.gen, tg.median, tg.min, tg.max, r.passes_per_token
         );
     }

@@ -675,7 +675,7 @@ impl Backend for Wgpu {
 
     fn gates(&self) -> bool {
         let o = &self.model.dev.kernels.options;
-        o.exit_on_device && o.gate
+        o.exit_on_device && o.recent > 0
     }
 
     fn gate(&mut self, logits: &mut GpuBuf, v: usize) {

@@ -299,10 +299,11 @@ pub struct Options {
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
     /// (the next step recorded while that read comes back).
     pub exit_on_device: bool,
-    /// Such a step recorded only to the most passes of the last tokens (dory's
+    /// Such a step recorded only to the most passes of this many last tokens (dory's
     /// `Cap::Recent`), the step after it gated on it (ops/exit.rs's `gate`), where its row
-    /// goes on past them: DORY_WGPU_GATE=0 records every pass.
-    pub gate: bool,
+    /// goes on past them; 0 records every pass. DORY_WGPU_GATE=N (by default 16: on the
+    /// H100, dory-tiny under its rule 1.12–1.15×; bench/logs/h200-2026-12-07c/call-3).
+    pub recent: usize,
     /// f16 projections held in 16 × 16 tiles (model.rs's `Matrix::tiled`), as the
     /// tensor-core GEMM needs them: by default where the device has it.
     pub tiles: bool,
@@ -393,7 +394,9 @@ impl Options {
             // larger config's pp512 at depth 4096: bench/logs/h200-2026-12-05b/call-1).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
-            gate: std::env::var("DORY_WGPU_GATE").map_or(true, |v| v != "0"),
+            recent: numbers("DORY_WGPU_GATE")
+                .and_then(|n| n.first().copied())
+                .map_or(dory::forward::RECENT, |n| n as usize),
             tiles: std::env::var("DORY_WGPU_TILES").map_or(coop, |v| v != "0"),
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
             checks: false,

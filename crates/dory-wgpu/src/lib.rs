@@ -53,5 +53,7 @@ pub const DEFAULT_CHUNK: usize = 512;
 /// A session on `model`'s device, with its own caches and scratch.
 pub fn session(model: &std::sync::Arc<GpuModel>, chunk: usize) -> dory::Result<dory::Session<Wgpu>> {
     let backend = Wgpu::new(model)?;
-    Ok(dory::Session::new(dory::Forward::new(backend, &model.config, chunk)?))
+    let mut forward = dory::Forward::new(backend, &model.config, chunk)?;
+    forward.set_cap(dory::exit::Cap::Recent(model.dev.kernels.options.recent));
+    Ok(dory::Session::new(forward))
 }

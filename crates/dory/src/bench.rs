@@ -47,6 +47,10 @@ pub struct Report {
     /// Generated tokens per second (none when `gen` is 0).
     pub tg: Option<Stats>,
     pub passes_per_token: f64,
+    /// Passes recorded a token beyond those it ran (emptied on the device after it left),
+    /// and the share of tokens that went on past the passes first recorded (`exit::Cap`).
+    pub emptied_per_token: f64,
+    pub went_on: f64,
     /// Bytes the caches hold at the end of the last repetition.
     pub cache_bytes: usize,
     /// Resident memory as the last repetition's generation starts and ends.
@@ -89,6 +93,7 @@ pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> 
     }
     let mut random = tokens(1);
     let (mut pp, mut tg, mut passes) = (vec![], vec![], vec![]);
+    let (mut emptied, mut went_on) = (0, 0);
     let mut last = None;
     for _ in 0..o.reps {
         let r = repetition(session, o, &mut random)?;
@@ -97,12 +102,22 @@ pub fn run<B: Backend>(session: &mut Session<B>, o: &Options) -> Result<Report> 
             tg.push(o.gen as f64 / r.tg_secs);
             passes.push(r.passes as f64 / o.gen as f64);
         }
+        (emptied, went_on) = (emptied + r.recorded - r.passes, went_on + r.went_on);
         last = Some(r);
     }
     let last = last.expect("at least one repetition");
     let passes_per_token = passes.iter().sum::<f64>() / passes.len().max(1) as f64;
+    let tokens = (o.gen * o.reps).max(1) as f64;
     let tg = (!tg.is_empty()).then(|| Stats::of(tg));
-    Ok(Report { pp: Stats::of(pp), tg, passes_per_token, cache_bytes: last.cache_bytes, tg_rss: last.tg_rss })
+    Ok(Report {
+        pp: Stats::of(pp),
+        tg,
+        passes_per_token,
+        emptied_per_token: emptied as f64 / tokens,
+        went_on: went_on as f64 / tokens,
+        cache_bytes: last.cache_bytes,
+        tg_rss: last.tg_rss,
+    })
 }
 
 /// What one repetition measured.
@@ -110,6 +125,8 @@ struct Repetition {
     pp_secs: f64,
     tg_secs: f64,
     passes: usize,
+    recorded: usize,
+    went_on: usize,
     cache_bytes: usize,
     tg_rss: (Option<u64>, Option<u64>),
 }
@@ -130,7 +147,7 @@ fn repetition<B: Backend>(
     let pp_secs = t0.elapsed().as_secs_f64();
     let rss_before = rss();
     let t1 = Instant::now();
-    let mut passes = 0;
+    let (mut passes, mut recorded, mut went_on) = (0, 0, 0);
     for i in 0..o.gen {
         // The last token's step does not run the next one ahead: that step would be
         // dropped unread, and the next repetition's prompt would wait behind it on the
@@ -139,11 +156,13 @@ fn repetition<B: Backend>(
         session.sampled(argmax(&logits));
         let d = session.decode()?;
         passes += d.passes;
+        recorded += d.recorded;
+        went_on += usize::from(d.went_on);
         logits = d.logits;
     }
     let tg_secs = t1.elapsed().as_secs_f64();
     let cache_bytes = session.forward().cache_bytes();
-    Ok(Repetition { pp_secs, tg_secs, passes, cache_bytes, tg_rss: (rss_before, rss()) })
+    Ok(Repetition { pp_secs, tg_secs, passes, recorded, went_on, cache_bytes, tg_rss: (rss_before, rss()) })
 }
 
 /// Refuses, before any work, a context whose caches (in the session's attention mode)

@@ -32,7 +32,7 @@ pub const DEFAULT_CHUNK: usize = 512;
 /// the CPU (2,394 tokens) left after 2 passes 65.2 %, 3 passes 33.7 %, 4 passes 1.1 %:
 /// replayed, the most of the last 16 empties 0.84 passes a token (all four recorded: 1.64)
 /// and misses 0.9 % of tokens (docs/BENCHMARKS.md, 2026-12-07).
-const RECENT: usize = 16;
+pub const RECENT: usize = 16;
 
 /// How full layers attend.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,6 +95,11 @@ pub struct Decoded {
     pub logits: Vec<f32>,
     /// Passes the token ran.
     pub passes: usize,
+    /// Passes recorded for it: where the device tests the exit rule, those it ran and those
+    /// emptied after it left (`Cap`); else those it ran.
+    pub recorded: usize,
+    /// Whether it went on past the passes first recorded, after a read (`Cap`).
+    pub went_on: bool,
 }
 
 /// A decoding step recorded ahead of its token (`Forward::read_last`): at position `pos`,
@@ -464,7 +469,7 @@ impl<B: Backend> Forward<B> {
             };
             let logp = exit::log_softmax(&logits);
             if exit.holds(exit.statistic(&logp, previous.as_deref())) {
-                return Ok(Decoded { logits, passes: k });
+                return Ok(Decoded { logits, passes: k, recorded: k, went_on: false });
             }
             previous = Some(logp);
             // The row goes on: the step recorded ahead is dropped unrun. The caches stay
@@ -481,10 +486,12 @@ impl<B: Backend> Forward<B> {
         }
         let tested = self.backend.tests_exit() && (1..passes).any(|k| exit.tested(k, passes));
         let (mut logits, mut left) = self.read_last(at, exit, check, tested, next, upto < passes)?;
-        if upto < passes && left.is_none() {
+        let went_on = upto < passes && left.is_none();
+        if went_on {
             (logits, left) = self.go_on(at, upto, exit, next)?;
         }
-        Ok(Decoded { logits, passes: left.unwrap_or(passes) })
+        let recorded = if went_on { passes } else { upto };
+        Ok(Decoded { logits, passes: left.unwrap_or(passes), recorded, went_on })
     }
 
     /// The passes after `upto` of a decoded row that went on past those recorded, and their
