@@ -84,9 +84,8 @@ impl ExitRule {
 /// recorded after it emptied (`Backend::gate`), so that a miss costs a host round trip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cap {
-    /// Every pass.
-    All,
-    /// The most passes any of the last n tokens decoded ran (every pass before the first).
+    /// The most passes any of the last n tokens decoded ran (every pass before the first,
+    /// and where n is 0).
     Recent(usize),
     /// k passes.
     Fixed(usize),
@@ -109,7 +108,6 @@ impl Recent {
     /// The passes `cap` records a step to, of `passes` (before any is tested: all).
     pub fn cap(&self, cap: Cap, passes: usize) -> usize {
         match cap {
-            Cap::All => passes,
             Cap::Recent(n) => self.passes.iter().rev().take(n).copied().max().unwrap_or(passes),
             Cap::Fixed(k) => k,
         }
