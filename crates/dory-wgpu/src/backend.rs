@@ -674,8 +674,7 @@ impl Backend for Wgpu {
     }
 
     fn gates(&self) -> bool {
-        let o = &self.model.dev.kernels.options;
-        o.exit_on_device && o.recent > 0
+        self.model.dev.kernels.options.exit_on_device
     }
 
     fn gate(&mut self, logits: &mut GpuBuf, v: usize) {
