@@ -50,8 +50,13 @@ var<workgroup> k_sh: array<vec4<f32>, 1024>;
 var<workgroup> w_sh: array<vec4<f32>, 512>;  // the tile's weights [BR rows][KT keys], 4 heads each
 var<workgroup> m_sh: array<vec4<f32>, 16>;   // the rows' maxima after the tile, 4 heads each
 
+// Where piece e of the tile's key j sits in k_sh.
+fn key_place(j: u32, e: u32) -> u32 {
+    return j * 32u + (e ^ (2u * (j % 4u)));
+}
+
 fn key_at(j: u32, e: u32) -> vec4<f32> {
-    return k_sh[j * 32u + (e ^ (2u * (j % 4u)))];
+    return k_sh[key_place(j, e)];
 }
 
 // The dot products of an invocation's four keys (4 heads each), named: an array indexed
@@ -162,7 +167,7 @@ fn store_key(k: vec4<f32>, a: u32) {
     let j = a >> 8u;
     let e = a & 255u;
     if (j < KT) {
-        k_sh[j * 32u + (e ^ (2u * (j % 4u)))] = k;
+        k_sh[key_place(j, e)] = k;
     }
 }
 
@@ -388,4 +393,3 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         finish(rb, c, ch, e, run_b);
     }
 }
-
