@@ -55,11 +55,10 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
-    /// The queries', keys' and values' f16 parts for attention on the tensor cores, and its
-    /// weights, grown as steps need.
+    /// The queries', keys' and values' f16 parts for attention on the tensor cores, grown as
+    /// steps need.
     q_parts: Arc<Store>,
     kv_parts: Arc<Store>,
-    scratch: Arc<Store>,
     /// The last RoPE table uploaded: its offset in the uploads and its length.
     rope: Option<(u32, usize)>,
     /// Caches' buffers a relayout let go, for the next that needs one (`storage`).
@@ -84,7 +83,6 @@ impl Wgpu {
             part: Store::new(dev, 16, "attention partials")?,
             q_parts: Store::new(dev, 16, "query parts")?,
             kv_parts: Store::new(dev, 16, "keys' and values' parts")?,
-            scratch: Store::new(dev, 16, "attention scratch")?,
             rope: None,
             spares: Vec::new(),
             cache_buffers_made: 0,
@@ -258,10 +256,11 @@ impl Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
-        let stores = [&mut self.scratch, &mut self.kv_parts];
-        let Some(len) = coop_grown(&mut self.rec, stores, c, split, at, parts.map(|_| &layer.keys)) else { return };
+        let Some(len) = coop_grown(&mut self.rec, &mut self.kv_parts, c, at, parts.map(|_| &layer.keys)) else {
+            return;
+        };
         let gate_scale = &weights.gate_scale;
-        let coop = parts.map(|_| CoopBufs { scratch: &self.scratch, kv_parts: &self.kv_parts, len });
+        let coop = parts.map(|_| CoopBufs { kv_parts: &self.kv_parts, len });
         let bufs = AttendBufs { prep: pb, gate_scale, z: &z.store, part: &self.part, coop };
         let sealed = match (&layer.keys, &cache.landmarks) {
             (Keys::Sealed(near), Some(lm)) => Some((near, lm)),
@@ -691,24 +690,21 @@ impl Backend for Wgpu {
     }
 }
 
-/// attend_coop.wgsl's scratch and kv_parts.wgsl's parts grown for a step of `at` cut as
-/// `split` where it runs (`keys`, the layer's, given): the span's len (`attend::span_len`,
-/// from the first row's first position, the layer having no sinks; 0 where it does not
-/// run), or None where growing failed (recorded).
+/// kv_parts.wgsl's parts grown for a step of `at` where attend_coop.wgsl runs (`keys`, the
+/// layer's, given): the span's len (`attend::span_len`, from the first row's first
+/// position, the layer having no sinks; 0 where it does not run), or None where growing
+/// failed (recorded).
 fn coop_grown(
     rec: &mut Recorder,
-    [scratch, kv_parts]: [&mut Arc<Store>; 2],
+    kv_parts: &mut Arc<Store>,
     c: &dory::Config,
-    split: attend::Split,
     at: Rows,
     keys: Option<&Keys>,
 ) -> Option<usize> {
     let Some(keys) = keys else { return Some(0) };
     let len = attend::span_len(keys.visible(at.pos0).next().unwrap_or(at.pos0), at);
     let kv_len = attend::kv_parts_len(len, c.kv_heads, c.head_dim);
-    let ok = grown(rec, scratch, attend::scratch_len(split, at.rows, c.kv_heads), "attention scratch")
-        && grown(rec, kv_parts, kv_len, "keys' and values' parts");
-    ok.then_some(len)
+    grown(rec, kv_parts, kv_len, "keys' and values' parts").then_some(len)
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which

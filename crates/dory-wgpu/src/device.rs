@@ -132,7 +132,7 @@ impl GpuDevice {
         }
         let coop = offers_coop(&adapter) && reduce != Some(Reduce::Shared);
         if coop {
-            required |= wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            required |= COOP_FEATURES;
         }
         let coherent = features.contains(wgpu::Features::MEMORY_DECORATION_COHERENT);
         required |= features & wgpu::Features::MEMORY_DECORATION_COHERENT;
@@ -248,15 +248,19 @@ fn chosen(pick: Pick) -> dory::Result<wgpu::Adapter> {
     })
 }
 
+/// What the tensor-core kernels need beyond subgroups: f16, cooperative matrices, and
+/// barriers of a subgroup alone (attend_coop.wgsl's subgroups each keep their own pace).
+const COOP_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(wgpu::Features::SUBGROUP_BARRIER);
+
 /// Whether the GEMM can run on `adapter`'s cooperative matrices: f16 × f16 → f32 at
 /// 16 × 16 × 16 and subgroups of exactly 32 (the kernel's layout). DORY_WGPU_COOP=0 keeps
 /// the plain GEMM (for comparing the two).
 fn offers_coop(adapter: &wgpu::Adapter) -> bool {
     use wgpu::CooperativeScalarType as T;
     let info = adapter.get_info();
-    let wanted =
-        wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP;
-    adapter.features().contains(wanted)
+    adapter.features().contains(COOP_FEATURES | wgpu::Features::SUBGROUP)
         && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32)
         && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
         && adapter

@@ -153,8 +153,9 @@ pub fn module_text(module: &Module, reduce: Reduce) -> String {
         Reduce::Subgroup => include_str!("ops/reduce_subgroup.wgsl"),
         Reduce::Shared => include_str!("ops/reduce_shared.wgsl"),
     };
-    // WGSL wants its `enable` directives before anything else.
-    let (enables, body): (Vec<&str>, Vec<&str>) = module.source.lines().partition(|l| l.starts_with("enable "));
+    // WGSL wants its directives before anything else.
+    let (enables, body): (Vec<&str>, Vec<&str>) =
+        module.source.lines().partition(|l| l.starts_with("enable ") || l.starts_with("diagnostic("));
     let mut text: String = enables.iter().map(|l| format!("{l}\n")).collect();
     text.push_str(&crate::ops::wgsl(module.params));
     text.push_str(lib);
@@ -295,6 +296,9 @@ pub struct Options {
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
+    /// attend_coop.wgsl's diagnostic forms (DORY_WGPU_COOP_VARIANT, its VARIANT: wrong
+    /// results, for timing its parts).
+    pub coop_variant: u32,
     /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
     /// (the next step recorded while that read comes back).
@@ -393,6 +397,7 @@ impl Options {
             // Off: on the H200 it ran 987 µs a dispatch against attend_rows.wgsl's 808 (the
             // larger config's pp512 at depth 4096: bench/logs/h200-2026-12-05b/call-1).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
+            coop_variant: numbers("DORY_WGPU_COOP_VARIANT").and_then(|n| n.first().copied()).unwrap_or(0),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             recent: numbers("DORY_WGPU_GATE")
                 .and_then(|n| n.first().copied())
@@ -574,12 +579,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 3,268 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 42,240 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 3_268 + 1024 + 4096;
-
-/// Halves of attend_coop.wgsl's scratch per workgroup (its REGION).
-pub const ATTEND_COOP_REGION: usize = 2 * 16 * 32;
+pub const ATTEND_COOP_BYTES: u32 = 42_240 + 1024 + 4096;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// the keys' and values' parts (kv_parts.wgsl), and attend_coop.wgsl.
@@ -588,6 +590,8 @@ pub struct AttendCoop {
     pub prep: KernelId,
     pub kv_parts: KernelId,
     pub attend: KernelId,
+    /// attend_coop.wgsl for heads of attend::COOP_D dims.
+    pub attend_d: KernelId,
 }
 
 /// The tensor-core GEMM's kernels: x split into f16 parts, then the product (plain, and
@@ -852,10 +856,15 @@ impl Kernels {
                 &[("LANES", f64::from(options.attend_lanes)), ("AHEAD", f64::from(options.attend_ahead))],
             ),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
-            attend_coop: (options.coop && options.attend_coop).then(|| AttendCoop {
-                prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
-                kv_parts: b.add("kv_parts", "kv_parts", &[]),
-                attend: b.add("attend_coop", "attend_coop", &[]),
+            attend_coop: (options.coop && options.attend_coop).then(|| {
+                let variant = ("VARIANT", f64::from(options.coop_variant));
+                let d = ("D", crate::ops::attend::COOP_D as f64);
+                AttendCoop {
+                    prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
+                    kv_parts: b.add("kv_parts", "kv_parts", &[]),
+                    attend: b.add("attend_coop", "attend_coop", &[variant]),
+                    attend_d: b.add_as("attend_coop", "attend_coop", "attend_coop_d", &[variant, d]),
+                }
             }),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),

@@ -10,7 +10,7 @@ use dory::cache::{Keys, Rows};
 
 use super::prep::PrepBufs;
 use super::row_batches;
-use crate::kernels::{Options, ATTEND_COOP_REGION};
+use crate::kernels::Options;
 use crate::record::{Bind, Binds, Recorder, Store};
 use smallvec::smallvec;
 
@@ -151,10 +151,13 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: 
 
 /// Rows of a block of `attend_rows.wgsl`.
 pub const BLOCK: usize = 16;
-/// Rows of a block of `attend_coop.wgsl` (its BR): one subgroup's 16 queries.
-pub const COOP_BLOCK: usize = 4;
-/// Workgroups (of one subgroup) that keep the H200 busy with `attend_coop.wgsl`: 16 an SM.
-pub const COOP_GROUPS: usize = 2048;
+/// Rows of a block of `attend_coop.wgsl`: four subgroups' (BR · SG), 16 queries each.
+pub const COOP_BLOCK: usize = 16;
+/// Workgroups (of four subgroups) that keep the H200 busy with `attend_coop.wgsl`: ~8 an SM.
+pub const COOP_GROUPS: usize = 1024;
+/// The head's dims attend_coop.wgsl has a pipeline of its own for (its D: loops of a known
+/// count), the larger config's.
+pub const COOP_D: usize = 128;
 /// Keys of a tile of `attend_rows.wgsl` and `attend_coop.wgsl` (their KT).
 const BLOCK_TILE: usize = 32;
 /// The widest head `attend_rows.wgsl` takes: its tile of 32 keys is 16 KiB of workgroup
@@ -213,8 +216,7 @@ pub struct AttendBufs<'a> {
     pub gate_scale: &'a Arc<Store>,
     pub z: &'a Arc<Store>,
     pub part: &'a Arc<Store>,
-    /// attend_coop.wgsl's weights (`scratch_len`) and the keys' and values' parts
-    /// (`kv_parts_len`), where it runs.
+    /// The keys' and values' parts (`kv_parts_len`), where attend_coop.wgsl runs.
     pub coop: Option<CoopBufs<'a>>,
 }
 
@@ -222,16 +224,8 @@ pub struct AttendBufs<'a> {
 /// were sized for (`span_len`).
 #[derive(Clone, Copy)]
 pub struct CoopBufs<'a> {
-    pub scratch: &'a Arc<Store>,
     pub kv_parts: &'a Arc<Store>,
     pub len: usize,
-}
-
-/// Bytes of attend_coop.wgsl's scratch for a step of `rows` rows cut as `split`: a region
-/// for each workgroup of the largest dispatch.
-pub fn scratch_len(split: Split, rows: usize, kv_heads: usize) -> usize {
-    let blocks = rows.div_ceil(COOP_BLOCK).min(super::MAX_GROUPS);
-    2 * ATTEND_COOP_REGION * split.chunks * kv_heads * blocks
 }
 
 /// Bytes of kv_parts.wgsl's parts for a span of `len`: four parts and an exponent of each
@@ -325,9 +319,10 @@ fn record_blocks(rec: &mut Recorder, c: &dory::Config, b: &AttendBufs, a: &Atten
         let kv_binds = [binds[1].clone(), binds[2].clone(), (9, Bind::Buf(cb.kv_parts.clone()))];
         rec.dispatch(k.kv_parts, &kv_binds, &p, [cb.len.div_ceil(4).min(super::MAX_GROUPS) as u32, kv, 1]);
         binds = smallvec![(0, Bind::Buf(parts.clone())), (7, Bind::Buf(parts.clone()))];
-        binds.extend([(8, Bind::Buf(cb.scratch.clone())), (9, Bind::Buf(cb.kv_parts.clone()))]);
+        binds.push((9, Bind::Buf(cb.kv_parts.clone())));
         binds.extend(join_binds(b));
-        (kernel, block) = (k.attend, COOP_BLOCK);
+        kernel = if c.head_dim == COOP_D { k.attend_d } else { k.attend };
+        block = COOP_BLOCK;
     }
     row_batches(a.at.rows.div_ceil(block), |block0, n| {
         let p = RowsParams { walk: Walk::new(c, a), direct: u32::from(direct), block0, scale: c.attn_scale };

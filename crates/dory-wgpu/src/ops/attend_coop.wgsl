@@ -1,7 +1,13 @@
-// attend_rows.wgsl's work on the tensor cores: a block of BR = 4 rows' four query heads of
-// one KV head (16 queries) over one chunk of the positions the block sees, in one subgroup
-// of 32, the scores Q·Kᵀ and the value sums P·V as cooperative products (16 × 16 × 16, f16
-// in, f32 accumulated), a tile of 32 keys at a time.
+// attend_rows.wgsl's work on the tensor cores: a block of 16 rows' four query heads of one
+// KV head over one chunk of the positions the block sees, in four subgroups of 32, each 4
+// rows (16 queries), the scores Q·Kᵀ and the value sums P·V as cooperative products (16 ×
+// 16 × 16, f16 in, f32 accumulated), a tile of 32 keys at a time. The four walk the same
+// tiles, so that a tile's keys and values come from the SM's cache after the first reads
+// them, but each at its own pace: a subgroup keeps its scores, weights and sums on their
+// way in regions of workgroup memory of its own and waits only on itself (subgroupBarrier).
+// A kernel whose subgroups met at every step (4dfbf03 in history) spent ~630 µs a dispatch
+// at depth 4096 on the work between its products alone: a tile's chain of loads, barriers
+// and loops, waited on by all four.
 //
 // Every operand is read straight from its buffer, in f16 parts hi + lo that keep ~22 bits;
 // a product of parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that
@@ -20,9 +26,9 @@
 // values are far below the query's largest loses to f16's underflow only what lies below
 // f32's precision of the sum.
 //
-// Lane l keeps query l / 2 (row r0 + l / 8, head (l / 2) mod 4): its softmax over half
-// l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with `direct` normalised
-// and gated into z, else the partials in `part` for combine.wgsl.
+// Lane l of a subgroup keeps query l / 2 (row l / 8 of its four, head (l / 2) mod 4): its
+// softmax over half l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with
+// `direct` normalised and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence a struct of one accumulator per 16 dims of the head (d ≤ 128), stored through
@@ -30,20 +36,39 @@
 
 enable f16;
 enable wgpu_cooperative_matrix;
+// A subgroup rescales its sums when one of its own queries must (subgroupAny), which
+// naga's uniformity analysis takes for a decision the workgroup does not share: the
+// cooperative operations and barriers under it are uniform in the subgroup, all they need.
+diagnostic(off, derivative_uniformity);
 
 // prep.wgsl's q parts, KV head by KV head ([K][rows16][4][d], hi then lo), and their 1/s_q
 // after them (the same buffer, bound twice).
 @group(0) @binding(0) var<storage, read> qh: array<f16>;
 @group(0) @binding(7) var<storage, read> qw: array<f32>;
-// Each workgroup's weights of its tile, [16 queries][KT keys], hi then lo (REGION halves):
-// f16 written by lanes and read by a cooperative load, through a buffer as the kernel that
-// ran right on the H200 did (bench/logs/h200-2026-12-03a).
-@group(0) @binding(8) var<storage, read_write> scratch: array<f16>;
 // kv_parts.wgsl's parts of the span.
 @group(0) @binding(9) var<storage, read> kv: array<f16>;
 
-// Rows of a block (attend.rs's COOP_BLOCK).
+// The head's dims, where a pipeline is made for one width (0: p.d), so that the loops over
+// its tiles have a count the compiler knows.
+override D: u32 = 0u;
+// Forms to measure (DORY_WGPU_COOP_VARIANT, a sum of). Right: 8 the scores in four
+// accumulators (even and odd tiles of dims apart: chains of 12 products, not 24), 16 the
+// queries' fragments held through the chunk, 128 the head's dims read from p (a loop of
+// unknown count), 256 each tile's keys, then its values, copied into workgroup memory by
+// the four subgroups together (a fragment read from the L2 once a workgroup, not once a
+// subgroup; the subgroups then meet at four barriers a tile), 512 with 256, the values
+// read before the softmax (their wait behind it) and copied after. Diagnostic (wrong results): 1 no value sums' products, 2 no scores'
+// products, 4 no softmax (every weight 0), 32 every tile's keys read from the span's
+// first, 64 its values too.
+override VARIANT: u32 = 0u;
+override SPLIT: bool = (VARIANT & 8u) != 0u;
+override HELD: bool = (VARIANT & 16u) != 0u;
+override STAGE: bool = (VARIANT & 256u) != 0u;
+override AHEAD: bool = STAGE && (VARIANT & 512u) != 0u;
+
+// Rows of a subgroup, and subgroups of a workgroup (attend.rs's COOP_BLOCK is their product).
 const BR: u32 = 4u;
+const SG: u32 = 4u;
 // Keys of a tile.
 const KT: u32 = 32u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
@@ -56,17 +81,22 @@ const VB: i32 = 3;
 const SLACK: i32 = 4;
 // e before any key: above every e_j, so that the first one sets it.
 const NO_E: i32 = 1000;
-const REGION: u32 = 2u * 16u * KT;
 
-// The tile's scores [16 queries][KT keys], then a 16 × 16 tile of sums being rescaled or
-// written out.
-var<workgroup> s_sh: array<f32, 768>;
-const SUMS: u32 = 512u;
+// Each subgroup's scores of its tile, [16 queries][KT keys] from 512 sg.
+var<workgroup> s_sh: array<f32, 2048>;
+// Each subgroup's 16 × 16 tile of sums being rescaled or written out, from 512 sg (with
+// SPLIT, first the odd tiles of dims' scores, as s_sh).
+var<workgroup> o_sh: array<f32, 2048>;
+// STAGE: the tile's keys' parts, then its values': hi of keys 0–15, of keys 16–31, then lo
+// of both, each a run of d/16 fragments.
+var<workgroup> kv_sh: array<f16, 8192>;
+// Each subgroup's weights of its tile, hi then lo ([2][16 queries][KT keys] from 1024 sg).
+var<workgroup> p_sh: array<f16, 4096>;
+// The tile's keys' e_j, each subgroup's copy (from 32 sg).
+var<workgroup> e_sh: array<i32, 128>;
 // Each query's factor on its sums as they are written, and its m and l for the partials.
-var<workgroup> f_sh: array<f32, 16>;
-var<workgroup> ml_sh: array<vec2<f32>, 16>;
-// Whether a query of the block rescales at this tile.
-var<workgroup> rise_sh: u32;
+var<workgroup> f_sh: array<f32, 64>;
+var<workgroup> ml_sh: array<vec2<f32>, 64>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -77,9 +107,22 @@ fn mma3(ah: FragA, al: FragA, bh: FragB, bl: FragB, c: Acc) -> Acc {
     return coopMultiplyAdd(ah, bh, coopMultiplyAdd(ah, bl, coopMultiplyAdd(al, bh, c)));
 }
 
-// What the subgroup works on: KV head c, its queries' parts from qa (lo parts ql halves
-// on), the span's first position, len and a part's halves, and its weights' region in the
-// scratch.
+// The head's tiles of 16 dims.
+fn d16() -> u32 {
+    if (D != 0u && (VARIANT & 128u) == 0u) {
+        return D / 16u;
+    }
+    return p.d / 16u;
+}
+
+// 2^k for k ≤ 127, 0 below 2^−126 (f16's parts of what it scales are 0 there anyway).
+fn pow2(k: i32) -> f32 {
+    return bitcast<f32>(u32(max(k, -127) + 127) << 23u);
+}
+
+// What a subgroup works on: KV head c, the span's first position, its queries' parts from
+// qa (lo parts ql halves on), the span's len and a part's halves, and its lane's places:
+// `sg` its subgroup, `q` its query (of 16), `half` its first key of a tile (0 or 16).
 struct Work {
     c: u32,
     base: u32,
@@ -87,44 +130,266 @@ struct Work {
     ql: u32,
     len: u32,
     part: u32,
-    pa: u32,
+    sg: u32,
+    q: u32,
+    half: u32,
 }
 
-// An accumulator of zeros.
-fn zero_acc(lane: u32) -> Acc {
+// An accumulator of zeros, through the subgroup's o_sh.
+fn zero_acc(w: Work, lane: u32) -> Acc {
     for (var i = lane; i < 256u; i = i + 32u) {
-        s_sh[SUMS + i] = 0.0;
+        o_sh[512u * w.sg + i] = 0.0;
     }
-    workgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[SUMS], 16u);
-    workgroupBarrier();
+    subgroupBarrier();
+    let zero = coopLoad<Acc>(&o_sh[512u * w.sg], 16u);
+    subgroupBarrier();
     return zero;
 }
 
-// The scores of the tile of keys g … g + 31 into s_sh, [16 queries][KT keys].
-fn scores(w: Work, g: u32, zero: Acc) {
-    let d = p.d;
-    let k0 = kv_tile(w.len, w.c, g, 0u);
-    let k1 = kv_tile(w.len, w.c, g + 16u, 0u);
-    var s0 = zero;
-    var s1 = zero;
-    for (var k = 0u; k < d / 16u; k = k + 1u) {
-        let ah = coopLoadT<FragA>(&qh[w.qa + 16u * k], d);
-        let al = coopLoadT<FragA>(&qh[w.ql + w.qa + 16u * k], d);
-        let bh0 = coopLoad<FragB>(&kv[k0 + 256u * k], 16u);
-        let bl0 = coopLoad<FragB>(&kv[w.part + k0 + 256u * k], 16u);
-        let bh1 = coopLoad<FragB>(&kv[k1 + 256u * k], 16u);
-        let bl1 = coopLoad<FragB>(&kv[w.part + k1 + 256u * k], 16u);
-        s0 = mma3(ah, al, bh0, bl0, s0);
-        s1 = mma3(ah, al, bh1, bl1, s1);
+// The subgroup's scores of the tile of keys g … g + 31 into its region of s_sh.
+fn scores(w: Work, g: u32, zero: Acc, qf: Query) {
+    let s = score_sums(w, g, zero, qf);
+    let at = 512u * w.sg;
+    put_scores(s.a, at);
+    put_scores(s.b, at + 16u);
+    if (SPLIT) {
+        put_odd(s.a1, at);
+        put_odd(s.b1, at + 16u);
     }
-    let at = 0u;
-    let next = 16u;
+}
+
+// SPLIT: a 16 × 16 tile of the odd tiles of dims' scores into o_sh from `at`.
+fn put_odd(t: Acc, at: u32) {
     let stride = KT;
-    let t0 = s0;
-    coopStoreT(t0, &s_sh[at], stride);
-    let t1 = s1;
-    coopStoreT(t1, &s_sh[next], stride);
+    let x = t;
+    coopStoreT(x, &o_sh[at], stride);
+}
+
+// A 16 × 16 tile of scores into s_sh from `at`.
+fn put_scores(t: Acc, at: u32) {
+    let stride = KT;
+    let x = t;
+    coopStoreT(x, &s_sh[at], stride);
+}
+
+// STAGE: the tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh,
+// fragment 4 j + sg by subgroup sg.
+fn stage(w: Work, src: u32) {
+    let n = d16();
+    workgroupBarrier();
+    for (var j = 0u; j < n; j = j + 1u) {
+        let t = coopLoad<FragB>(&kv[staged_at(w, src, j)], 16u);
+        coopStore(t, &kv_sh[256u * (4u * j + w.sg)], 16u);
+    }
+    workgroupBarrier();
+}
+
+// Where the subgroup's fragment j of a tile's staged parts (hi from `src`) lies in kv: its
+// place 4 j + sg in kv_sh.
+fn staged_at(w: Work, src: u32, j: u32) -> u32 {
+    let n = d16();
+    let f = 4u * j + w.sg;
+    return src + (f / (2u * n)) * w.part + (f % (2u * n)) * 256u;
+}
+
+// AHEAD: the subgroup's fragments of a tile's staged parts, read before they are copied
+// (those from d/16 on unused); elsewhere a stand-in from kv_sh.
+struct Staged {
+    f0: FragB,
+    f1: FragB,
+    f2: FragB,
+    f3: FragB,
+    f4: FragB,
+    f5: FragB,
+    f6: FragB,
+    f7: FragB,
+}
+
+fn fetch_one(w: Work, src: u32, j: u32) -> FragB {
+    return coopLoad<FragB>(&kv[staged_at(w, src, select(0u, j, j < d16()))], 16u);
+}
+
+fn fetch(w: Work, src: u32) -> Staged {
+    if (!AHEAD) {
+        let t = coopLoad<FragB>(&kv_sh[0], 16u);
+        return Staged(t, t, t, t, t, t, t, t);
+    }
+    return Staged(
+        fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
+        fetch_one(w, src, 4u), fetch_one(w, src, 5u), fetch_one(w, src, 6u), fetch_one(w, src, 7u),
+    );
+}
+
+// AHEAD: the fetched fragments into kv_sh, between the barriers `stage` has.
+fn put_staged(s: Staged, w: Work) {
+    let n = d16();
+    workgroupBarrier();
+    put_frag(s.f0, w, 0u);
+    if (n > 1u) {
+        put_frag(s.f1, w, 1u);
+    }
+    if (n > 2u) {
+        put_frag(s.f2, w, 2u);
+    }
+    if (n > 3u) {
+        put_frag(s.f3, w, 3u);
+    }
+    if (n > 4u) {
+        put_frag(s.f4, w, 4u);
+    }
+    if (n > 5u) {
+        put_frag(s.f5, w, 5u);
+    }
+    if (n > 6u) {
+        put_frag(s.f6, w, 6u);
+    }
+    if (n > 7u) {
+        put_frag(s.f7, w, 7u);
+    }
+    workgroupBarrier();
+}
+
+fn put_frag(t: FragB, w: Work, j: u32) {
+    let x = t;
+    coopStore(x, &kv_sh[256u * (4u * j + w.sg)], 16u);
+}
+
+// The scores of the tile of keys from g.
+fn score_sums(w: Work, g: u32, zero: Acc, qf: Query) -> Scores {
+    let first = kv_tile(w.len, w.c, 0u, 0u);
+    let diag = (VARIANT & 32u) != 0u;
+    let t = Tiles(select(kv_tile(w.len, w.c, g, 0u), first, diag), select(kv_tile(w.len, w.c, g + 16u, 0u), first, diag));
+    var s = Scores(zero, zero, zero, zero);
+    let n = select(d16(), 0u, (VARIANT & 2u) != 0u);
+    if (HELD) {
+        return held_steps(s, qf, w, t, n);
+    }
+    for (var k = 0u; k < n; k = k + 1u) {
+        let ah = coopLoadT<FragA>(&qh[w.qa + 16u * k], p.d);
+        let al = coopLoadT<FragA>(&qh[w.ql + w.qa + 16u * k], p.d);
+        s = score_step(s, ah, al, w, t, k);
+    }
+    return s;
+}
+
+// The scores of keys 0–15 (a) and 16–31 (b) of a tile; with SPLIT, the odd tiles of dims'
+// in a1 and b1.
+struct Scores {
+    a: Acc,
+    b: Acc,
+    a1: Acc,
+    b1: Acc,
+}
+
+// Where the tile's two runs of 16 keys start in the keys' parts.
+struct Tiles {
+    k0: u32,
+    k1: u32,
+}
+
+// The scores plus the queries' dims 16 k … 16 k + 15 (parts ah, al) times the keys'.
+fn score_step(s: Scores, ah: FragA, al: FragA, w: Work, t: Tiles, k: u32) -> Scores {
+    var bh0: FragB;
+    var bl0: FragB;
+    var bh1: FragB;
+    var bl1: FragB;
+    if (STAGE) {
+        let n = d16();
+        bh0 = coopLoad<FragB>(&kv_sh[256u * k], 16u);
+        bh1 = coopLoad<FragB>(&kv_sh[256u * (n + k)], 16u);
+        bl0 = coopLoad<FragB>(&kv_sh[256u * (2u * n + k)], 16u);
+        bl1 = coopLoad<FragB>(&kv_sh[256u * (3u * n + k)], 16u);
+    } else {
+        bh0 = coopLoad<FragB>(&kv[t.k0 + 256u * k], 16u);
+        bl0 = coopLoad<FragB>(&kv[w.part + t.k0 + 256u * k], 16u);
+        bh1 = coopLoad<FragB>(&kv[t.k1 + 256u * k], 16u);
+        bl1 = coopLoad<FragB>(&kv[w.part + t.k1 + 256u * k], 16u);
+    }
+    var r = s;
+    if (SPLIT && k % 2u == 1u) {
+        r.a1 = mma3(ah, al, bh0, bl0, s.a1);
+        r.b1 = mma3(ah, al, bh1, bl1, s.b1);
+    } else {
+        r.a = mma3(ah, al, bh0, bl0, s.a);
+        r.b = mma3(ah, al, bh1, bl1, s.b);
+    }
+    return r;
+}
+
+// The subgroup's queries' fragments, hi and lo of each tile of 16 dims (HELD; those past
+// d repeat the first).
+struct Query {
+    h0: FragA,
+    h1: FragA,
+    h2: FragA,
+    h3: FragA,
+    h4: FragA,
+    h5: FragA,
+    h6: FragA,
+    h7: FragA,
+    l0: FragA,
+    l1: FragA,
+    l2: FragA,
+    l3: FragA,
+    l4: FragA,
+    l5: FragA,
+    l6: FragA,
+    l7: FragA,
+}
+
+// Tile k of the queries' dims, hi (at 0) or lo (at w.ql), or the first past d.
+fn q_frag(w: Work, at: u32, k: u32) -> FragA {
+    let i = select(0u, k, k < d16());
+    return coopLoadT<FragA>(&qh[at + w.qa + 16u * i], p.d);
+}
+
+fn query(w: Work) -> Query {
+    if (!HELD) {
+        let f = q_frag(w, 0u, 0u);
+        return Query(f, f, f, f, f, f, f, f, f, f, f, f, f, f, f, f);
+    }
+    let l = w.ql;
+    return Query(
+        q_frag(w, 0u, 0u), q_frag(w, 0u, 1u), q_frag(w, 0u, 2u), q_frag(w, 0u, 3u),
+        q_frag(w, 0u, 4u), q_frag(w, 0u, 5u), q_frag(w, 0u, 6u), q_frag(w, 0u, 7u),
+        q_frag(w, l, 0u), q_frag(w, l, 1u), q_frag(w, l, 2u), q_frag(w, l, 3u),
+        q_frag(w, l, 4u), q_frag(w, l, 5u), q_frag(w, l, 6u), q_frag(w, l, 7u),
+    );
+}
+
+// The scores' steps over the n tiles of dims from the held queries.
+fn held_steps(s: Scores, qf: Query, w: Work, t: Tiles, n: u32) -> Scores {
+    var r = score_step(s, qf.h0, qf.l0, w, t, 0u);
+    if (n > 1u) {
+        r = score_step(r, qf.h1, qf.l1, w, t, 1u);
+    }
+    if (n > 2u) {
+        r = score_step(r, qf.h2, qf.l2, w, t, 2u);
+    }
+    if (n > 3u) {
+        r = score_step(r, qf.h3, qf.l3, w, t, 3u);
+    }
+    if (n > 4u) {
+        r = score_step(r, qf.h4, qf.l4, w, t, 4u);
+    }
+    if (n > 5u) {
+        r = score_step(r, qf.h5, qf.l5, w, t, 5u);
+    }
+    if (n > 6u) {
+        r = score_step(r, qf.h6, qf.l6, w, t, 6u);
+    }
+    if (n > 7u) {
+        r = score_step(r, qf.h7, qf.l7, w, t, 7u);
+    }
+    return r;
+}
+
+// Score j of the lane's half of the tile (its scores from `at`).
+fn score(at: u32, j: u32) -> f32 {
+    if (SPLIT) {
+        return s_sh[at + j] + o_sh[at + j];
+    }
+    return s_sh[at + j];
 }
 
 // A query's online softmax: its maximum m, its values' scale e, and (this lane's half of)
@@ -135,10 +400,24 @@ struct Soft {
     l: f32,
 }
 
-// Which of the lane's 16 keys of the tile (from global key u0) its query sees: in the
-// chunk's keys [lo, hi) of the span and seen by the row at `pos` (sees `sn`).
-fn visible(w: Work, u0: u32, lo: u32, hi: u32, sn: Seen, pos: u32, valid: bool) -> u32 {
+// The rows a subgroup's queries sit in: the first's position and the last's (of those in
+// the prompt; below the first where none is), with what the last sees.
+struct Rows {
+    first: u32,
+    last: u32,
+    sn: Seen,
+}
+
+// Which of the lane's 16 keys of the tile of keys from g its query sees: all of them where
+// every row of the subgroup sees the whole tile, else key by key (in the chunk's keys [lo,
+// hi) of the span and seen by the row at `pos`, sees `sn`).
+fn visible(w: Work, g: u32, lo: u32, hi: u32, rows: Rows, sn: Seen, pos: u32, valid: bool) -> u32 {
+    let whole = g >= lo && g + KT <= hi && w.base + g >= rows.sn.lo && w.base + g + KT - 1u <= rows.first;
+    if (whole || (VARIANT & 4u) != 0u) {
+        return select(0u, 0xffffu, valid);
+    }
     var bits = 0u;
+    let u0 = g + w.half;
     for (var j = 0u; j < 16u; j = j + 1u) {
         let u = u0 + j;
         let seen = u >= lo && u < hi && sees(sn, pos, w.base + u);
@@ -147,20 +426,22 @@ fn visible(w: Work, u0: u32, lo: u32, hi: u32, sn: Seen, pos: u32, valid: bool) 
     return bits;
 }
 
-// e_j of key u of the subgroup's KV head.
-fn key_exp(w: Work, u: u32) -> i32 {
-    return i32(f32(kv[4u * w.part + w.c * w.len + u]));
+// Whether no row of the subgroup sees a key of the tile from g (which it then skips).
+fn unseen(w: Work, g: u32, lo: u32, hi: u32, rows: Rows) -> bool {
+    let before = w.base + g + KT - 1u < seen(rows.first).lo;
+    return g + KT <= lo || g >= hi || w.base + g > rows.last || before || rows.last < rows.first;
 }
 
-// The tile's largest score and smallest e_j among the lane's visible keys (`bits`), its
-// query's over both halves of the tile.
-fn tile_top(w: Work, at: u32, u0: u32, bits: u32, ks: f32) -> Soft {
+// The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
+// scores from `at`), its query's over both halves of the tile.
+fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
+    let ej = 32u * w.sg + w.half;
     for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
-            top = max(top, s_sh[at + j] * ks);
-            e = min(e, key_exp(w, u0 + j));
+            top = max(top, score(at, j) * ks);
+            e = min(e, e_sh[ej + j]);
         }
     }
     top = max(top, subgroupShuffleXor(top, 1u));
@@ -168,91 +449,114 @@ fn tile_top(w: Work, at: u32, u0: u32, bits: u32, ks: f32) -> Soft {
     return Soft(top, e, 0.0);
 }
 
-// The lane's weights of the tile into the scratch as f16 parts P = w · 2^{e − e_j + VB},
-// w = e^{s − m}; returns the sum of its w.
-fn weigh(w: Work, lane: u32, at: u32, u0: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
-    let to = w.pa + (lane / 2u) * KT + 16u * (lane % 2u);
+// The lane's weights of the tile into its subgroup's p_sh as f16 parts P = w · 2^{e − e_j
+// + VB}, w = e^{s − m}; returns the sum of its w.
+fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
+    let to = 1024u * w.sg + w.q * KT + w.half;
+    let ej = 32u * w.sg + w.half;
+    let scale = soft.e + VB;
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
-        if ((bits >> j & 1u) != 0u) {
-            let wt = exp(s_sh[at + j] * ks - soft.m);
+        if ((bits >> j & 1u) != 0u && (VARIANT & 4u) == 0u) {
+            let wt = exp(score(at, j) * ks - soft.m);
             sum += wt;
-            pw = ldexp(wt, soft.e - key_exp(w, u0 + j) + VB);
+            pw = wt * pow2(scale - e_sh[ej + j]);
         }
-        let hi = hi11(vec4<f32>(pw)).x;
-        scratch[to + j] = f16(hi);
-        scratch[to + 16u * KT + j] = f16(pw - hi);
+        let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
+        p_sh[to + j] = f16(hi);
+        p_sh[to + 16u * KT + j] = f16(pw - hi);
     }
     return sum;
 }
 
-// The value sums of dims 16 n … 16 n + 15 plus the tile's weights (hi, lo of keys 0–15,
-// then 16–31) times its values (their tile of dims 0–15 at vt).
-fn value_sums(acc: Acc, ph0: FragA, pl0: FragA, ph1: FragA, pl1: FragA, w: Work, vt: u32, n: u32) -> Acc {
-    let t0 = vt + 256u * n;
+// The value sums of dims 16 n … 16 n + 15 plus the tile's weights times its values (their
+// tile of dims 0–15 at vt).
+fn value_sums(acc: Acc, pw: Weights, w: Work, vt: u32, n: u32) -> Acc {
+    if ((VARIANT & 1u) != 0u) {
+        return acc;
+    }
+    if (STAGE) {
+        let m = d16();
+        let bh0 = coopLoadT<FragB>(&kv_sh[256u * n], 16u);
+        let bh1 = coopLoadT<FragB>(&kv_sh[256u * (m + n)], 16u);
+        let bl0 = coopLoadT<FragB>(&kv_sh[256u * (2u * m + n)], 16u);
+        let bl1 = coopLoadT<FragB>(&kv_sh[256u * (3u * m + n)], 16u);
+        return mma3(pw.h1, pw.l1, bh1, bl1, mma3(pw.h0, pw.l0, bh0, bl0, acc));
+    }
+    let t0 = select(vt, 2u * w.part + kv_tile(w.len, w.c, 0u, 0u), (VARIANT & 64u) != 0u) + 256u * n;
     let t1 = t0 + 16u * p.d;
     let bh0 = coopLoadT<FragB>(&kv[t0], 16u);
     let bl0 = coopLoadT<FragB>(&kv[w.part + t0], 16u);
     let bh1 = coopLoadT<FragB>(&kv[t1], 16u);
     let bl1 = coopLoadT<FragB>(&kv[w.part + t1], 16u);
-    return mma3(ph1, pl1, bh1, bl1, mma3(ph0, pl0, bh0, bl0, acc));
+    return mma3(pw.h1, pw.l1, bh1, bl1, mma3(pw.h0, pw.l0, bh0, bl0, acc));
 }
 
-// The sums times each query's factor (lane l's query's in `f`), through s_sh.
-fn rescaled(acc: Acc, lane: u32, f: f32) -> Acc {
-    let at = SUMS;
+// The sums times each query's factor (lane l's query's in `f`), through the subgroup's
+// o_sh.
+fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
+    let at = 512u * w.sg;
     let stride = 16u;
     let t = acc;
-    coopStoreT(t, &s_sh[at], stride);
-    workgroupBarrier();
-    let mine = SUMS + (lane / 2u) * 16u + 8u * (lane % 2u);
+    coopStoreT(t, &o_sh[at], stride);
+    subgroupBarrier();
+    let mine = at + w.q * 16u + 8u * (lane % 2u);
     for (var i = 0u; i < 8u; i = i + 1u) {
-        s_sh[mine + i] *= f;
+        o_sh[mine + i] *= f;
     }
-    workgroupBarrier();
-    let r = coopLoadT<Acc>(&s_sh[at], stride);
-    workgroupBarrier();
+    subgroupBarrier();
+    let r = coopLoadT<Acc>(&o_sh[at], stride);
+    subgroupBarrier();
     return r;
 }
 
-// Dims 16 n … 16 n + 15 of the block's sums, each query's times f_sh, written: with
-// `direct` gated into z, else into the partials at `base` (row r0 + i's `step` · i on).
-fn put_sums(acc: Acc, lane: u32, c: u32, r0: u32, last: u32, n: u32, base: u32, step: u32) {
-    let at = SUMS;
+// Where a subgroup writes its rows: rows r0 … last of the prompt, whose partials start at
+// `base` (row r0 + i's `step` · i on).
+struct Out {
+    r0: u32,
+    last: u32,
+    base: u32,
+    step: u32,
+}
+
+// Dims 16 n … 16 n + 15 of the subgroup's sums, each query's times its factor, written:
+// with `direct` gated into z, else into the partials.
+fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
+    let at = 512u * w.sg;
+    let fq = 16u * w.sg;
     let stride = 16u;
     let t = acc;
-    coopStoreT(t, &s_sh[at], stride);
-    workgroupBarrier();
+    coopStoreT(t, &o_sh[at], stride);
+    subgroupBarrier();
     if (p.direct != 0u) {
-        let q = lane / 2u;
-        let r = r0 + q / GROUP;
-        if (r <= last) {
+        let r = o.r0 + w.q / GROUP;
+        if (r <= o.last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
                 let dim = 8u * (lane % 2u) + i;
-                let v = s_sh[SUMS + q * 16u + dim] * f_sh[q];
-                gate_one(r, c, q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
+                let v = o_sh[at + w.q * 16u + dim] * f_sh[fq + w.q];
+                gate_one(r, w.c, w.q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
             }
         }
     } else {
         // Lane l writes dims 2 (l mod 8) and the next of row l / 8, the four heads a vec4.
         let row = lane / 8u;
-        if (r0 + row <= last) {
+        if (o.r0 + row <= o.last) {
             for (var i = 0u; i < 2u; i = i + 1u) {
                 let dim = 2u * (lane % 8u) + i;
                 var v: vec4<f32>;
                 for (var h = 0u; h < GROUP; h = h + 1u) {
                     let q = GROUP * row + h;
-                    v[h] = s_sh[SUMS + q * 16u + dim] * f_sh[q];
+                    v[h] = o_sh[at + q * 16u + dim] * f_sh[fq + q];
                 }
-                part[base + row * step + 2u + 16u * n + dim] = v;
+                part[o.base + row * o.step + 2u + 16u * n + dim] = v;
             }
         }
     }
-    workgroupBarrier();
+    subgroupBarrier();
 }
 
-// A block's value sums, 16 dims each (d ≤ 128; those past d unused).
+// A subgroup's value sums, 16 dims each (d ≤ 128; those past d unused).
 struct Sums {
     o0: Acc,
     o1: Acc,
@@ -273,186 +577,217 @@ struct Weights {
 }
 
 // Every sum times its query's factor (`rescaled`).
-fn sums_rescaled(s: Sums, lane: u32, f: f32) -> Sums {
-    let d16 = p.d / 16u;
+fn sums_rescaled(s: Sums, w: Work, lane: u32, f: f32) -> Sums {
+    let n = d16();
     var r = s;
-    r.o0 = rescaled(s.o0, lane, f);
-    if (d16 > 1u) {
-        r.o1 = rescaled(s.o1, lane, f);
+    r.o0 = rescaled(s.o0, w, lane, f);
+    if (n > 1u) {
+        r.o1 = rescaled(s.o1, w, lane, f);
     }
-    if (d16 > 2u) {
-        r.o2 = rescaled(s.o2, lane, f);
+    if (n > 2u) {
+        r.o2 = rescaled(s.o2, w, lane, f);
     }
-    if (d16 > 3u) {
-        r.o3 = rescaled(s.o3, lane, f);
+    if (n > 3u) {
+        r.o3 = rescaled(s.o3, w, lane, f);
     }
-    if (d16 > 4u) {
-        r.o4 = rescaled(s.o4, lane, f);
+    if (n > 4u) {
+        r.o4 = rescaled(s.o4, w, lane, f);
     }
-    if (d16 > 5u) {
-        r.o5 = rescaled(s.o5, lane, f);
+    if (n > 5u) {
+        r.o5 = rescaled(s.o5, w, lane, f);
     }
-    if (d16 > 6u) {
-        r.o6 = rescaled(s.o6, lane, f);
+    if (n > 6u) {
+        r.o6 = rescaled(s.o6, w, lane, f);
     }
-    if (d16 > 7u) {
-        r.o7 = rescaled(s.o7, lane, f);
+    if (n > 7u) {
+        r.o7 = rescaled(s.o7, w, lane, f);
     }
     return r;
 }
 
 // Every sum plus the tile's weights times its values (`value_sums`).
 fn sums_added(s: Sums, pw: Weights, w: Work, vt: u32) -> Sums {
-    let d16 = p.d / 16u;
+    let n = d16();
     var r = s;
-    r.o0 = value_sums(s.o0, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 0u);
-    if (d16 > 1u) {
-        r.o1 = value_sums(s.o1, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 1u);
+    r.o0 = value_sums(s.o0, pw, w, vt, 0u);
+    if (n > 1u) {
+        r.o1 = value_sums(s.o1, pw, w, vt, 1u);
     }
-    if (d16 > 2u) {
-        r.o2 = value_sums(s.o2, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 2u);
+    if (n > 2u) {
+        r.o2 = value_sums(s.o2, pw, w, vt, 2u);
     }
-    if (d16 > 3u) {
-        r.o3 = value_sums(s.o3, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 3u);
+    if (n > 3u) {
+        r.o3 = value_sums(s.o3, pw, w, vt, 3u);
     }
-    if (d16 > 4u) {
-        r.o4 = value_sums(s.o4, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 4u);
+    if (n > 4u) {
+        r.o4 = value_sums(s.o4, pw, w, vt, 4u);
     }
-    if (d16 > 5u) {
-        r.o5 = value_sums(s.o5, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 5u);
+    if (n > 5u) {
+        r.o5 = value_sums(s.o5, pw, w, vt, 5u);
     }
-    if (d16 > 6u) {
-        r.o6 = value_sums(s.o6, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 6u);
+    if (n > 6u) {
+        r.o6 = value_sums(s.o6, pw, w, vt, 6u);
     }
-    if (d16 > 7u) {
-        r.o7 = value_sums(s.o7, pw.h0, pw.l0, pw.h1, pw.l1, w, vt, 7u);
+    if (n > 7u) {
+        r.o7 = value_sums(s.o7, pw, w, vt, 7u);
     }
     return r;
 }
 
 // Every sum written (`put_sums`).
-fn sums_out(s: Sums, lane: u32, c: u32, r0: u32, last: u32, base: u32, step: u32) {
-    let d16 = p.d / 16u;
-    put_sums(s.o0, lane, c, r0, last, 0u, base, step);
-    if (d16 > 1u) {
-        put_sums(s.o1, lane, c, r0, last, 1u, base, step);
+fn sums_out(s: Sums, w: Work, lane: u32, o: Out) {
+    let n = d16();
+    put_sums(s.o0, w, lane, o, 0u);
+    if (n > 1u) {
+        put_sums(s.o1, w, lane, o, 1u);
     }
-    if (d16 > 2u) {
-        put_sums(s.o2, lane, c, r0, last, 2u, base, step);
+    if (n > 2u) {
+        put_sums(s.o2, w, lane, o, 2u);
     }
-    if (d16 > 3u) {
-        put_sums(s.o3, lane, c, r0, last, 3u, base, step);
+    if (n > 3u) {
+        put_sums(s.o3, w, lane, o, 3u);
     }
-    if (d16 > 4u) {
-        put_sums(s.o4, lane, c, r0, last, 4u, base, step);
+    if (n > 4u) {
+        put_sums(s.o4, w, lane, o, 4u);
     }
-    if (d16 > 5u) {
-        put_sums(s.o5, lane, c, r0, last, 5u, base, step);
+    if (n > 5u) {
+        put_sums(s.o5, w, lane, o, 5u);
     }
-    if (d16 > 6u) {
-        put_sums(s.o6, lane, c, r0, last, 6u, base, step);
+    if (n > 6u) {
+        put_sums(s.o6, w, lane, o, 6u);
     }
-    if (d16 > 7u) {
-        put_sums(s.o7, lane, c, r0, last, 7u, base, step);
+    if (n > 7u) {
+        put_sums(s.o7, w, lane, o, 7u);
     }
 }
 
-// The block's results out: the sums times 2^{−(e + VB)}, and 1/l when direct; else the
-// queries' m and l first (every invocation of the workgroup calls it).
-fn finish(sums: Sums, soft: Soft, lane: u32, c: u32, ch: u32, r0: u32, last: u32) {
-    let q = lane / 2u;
+// The subgroup's results out: the sums times 2^{−(e + VB)}, and 1/l when direct; else its
+// rows' m and l first.
+fn finish(sums: Sums, soft: Soft, w: Work, lane: u32, ch: u32, r0: u32, last: u32) {
     let l = soft.l + subgroupShuffleXor(soft.l, 1u);
-    var f = exp2(-f32(soft.e + VB));
+    var f = pow2(-(soft.e + VB));
     if (p.direct != 0u) {
         f /= l;
     }
+    let fq = 16u * w.sg;
     if (lane % 2u == 0u) {
-        f_sh[q] = f;
-        ml_sh[q] = vec2<f32>(soft.m, l);
+        f_sh[fq + w.q] = f;
+        ml_sh[fq + w.q] = vec2<f32>(soft.m, l);
     }
-    workgroupBarrier();
-    let base = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d);
+    subgroupBarrier();
     let step = p.kv_heads * p.chunks * (2u + p.d);
-    // Lanes 0–3: each row's m and l, the four heads a vec4.
+    let o = Out(r0, last, ((r0 * p.kv_heads + w.c) * p.chunks + ch) * (2u + p.d), step);
+    // Lanes 0–3: a row's m and l, the four heads a vec4.
     if (p.direct == 0u && lane < BR && r0 + lane <= last) {
-        let h = GROUP * lane;
+        let h = fq + GROUP * lane;
         let m = vec4<f32>(ml_sh[h].x, ml_sh[h + 1u].x, ml_sh[h + 2u].x, ml_sh[h + 3u].x);
         let l4 = vec4<f32>(ml_sh[h].y, ml_sh[h + 1u].y, ml_sh[h + 2u].y, ml_sh[h + 3u].y);
-        part[base + lane * step] = m;
-        part[base + lane * step + 1u] = l4;
+        part[o.base + lane * step] = m;
+        part[o.base + lane * step + 1u] = l4;
     }
-    sums_out(sums, lane, c, r0, last, base, step);
+    sums_out(sums, w, lane, o);
 }
 
-// The workgroup's weights of its tile, from the scratch at pa.
-fn weights(pa: u32) -> Weights {
-    let h0 = coopLoadT<FragA>(&scratch[pa], KT);
-    let l0 = coopLoadT<FragA>(&scratch[pa + 16u * KT], KT);
-    let h1 = coopLoadT<FragA>(&scratch[pa + 16u], KT);
-    let l1 = coopLoadT<FragA>(&scratch[pa + 16u * KT + 16u], KT);
+// The subgroup's weights of its tile, from its p_sh.
+fn weights(w: Work) -> Weights {
+    let at = 1024u * w.sg;
+    let h0 = coopLoadT<FragA>(&p_sh[at], KT);
+    let l0 = coopLoadT<FragA>(&p_sh[at + 16u * KT], KT);
+    let h1 = coopLoadT<FragA>(&p_sh[at + 16u], KT);
+    let l1 = coopLoadT<FragA>(&p_sh[at + 16u * KT + 16u], KT);
     return Weights(h0, l0, h1, l1);
 }
 
-@compute @workgroup_size(32)
-fn attend_coop(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+// The softmax's state after the tile's top scores: m and e raised or lowered where a query
+// of the subgroup must, with the factor its sums then take (f = 1: none of the subgroup's
+// must).
+fn risen(soft: Soft, top: Soft) -> Risen {
+    if (!subgroupAny(top.m > soft.m + RISE || top.e < soft.e - SLACK)) {
+        return Risen(soft, 1.0, false);
+    }
+    let m = max(soft.m, top.m);
+    let e = min(soft.e, top.e);
+    let f = exp(soft.m - m) * pow2(e - soft.e);
+    return Risen(Soft(m, e, soft.l * exp(soft.m - m)), f, true);
+}
+
+struct Risen {
+    soft: Soft,
+    f: f32,
+    rescale: bool,
+}
+
+@compute @workgroup_size(128)
+fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let ch = wid.x;
     let c = wid.y;
-    let r0 = (wid.z + p.block0) * BR;
-    let last = min(r0 + BR, p.rows) - 1u;
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let b0 = (wid.z + p.block0) * (BR * SG);
+    let last = min(b0 + BR * SG, p.rows) - 1u;
+    let r0 = b0 + BR * sg;
     let s = span();
-    // The chunk's keys: of the block's walk from its first row's first position, as global
-    // keys of the span [lo, hi).
-    let walk = block_walk(r0, last);
+    // The chunk's keys: of the block's walk from its first row's first position, as keys
+    // of the span [lo, hi).
+    let walk = block_walk(b0, last);
     let first = walk.lo - s.base;
     let lo = first + min(ch * p.per, walk.n);
     let hi = first + min(ch * p.per + p.per, walk.n);
     // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
-    // written), head q % 4.
+    // written), head q % 4; its half of each tile's keys.
     let q = lane / 2u;
     let rq = r0 + q / GROUP;
     let valid = rq <= last;
     let pos = p.pos0 + min(rq, last);
     let sn = seen(pos);
+    let rows_last = p.pos0 + min(r0 + BR - 1u, last);
+    let rows = Rows(p.pos0 + r0, rows_last, seen(rows_last));
+    // The rows whose tiles none sees are skipped: the subgroup's, or (STAGE, whose
+    // subgroups meet at every tile) the block's.
+    var skip = rows;
+    if (STAGE) {
+        skip = Rows(p.pos0 + b0, p.pos0 + last, seen(p.pos0 + last));
+    }
     let rows16 = (p.rows + 15u) / 16u * 16u;
     let queries = GROUP * p.kv_heads * rows16;
     let qa = (c * rows16 + r0) * GROUP * p.d;
     let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
-    let pa = ((wid.z * p.kv_heads + c) * p.chunks + ch) * REGION;
-    let w = Work(c, s.base, qa, queries * p.d, s.len, p.kv_heads * s.len * p.d, pa);
-    let zero = zero_acc(lane);
+    let part_len = p.kv_heads * s.len * p.d;
+    let w = Work(c, s.base, qa, queries * p.d, s.len, part_len, sg, q, 16u * (lane % 2u));
+    let at = 512u * sg + q * KT + w.half;
+    let zero = zero_acc(w, lane);
     var sums = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
-    let at = q * KT + 16u * (lane % 2u);
+    let qf = query(w);
     for (var g = lo / KT * KT; g < hi; g = g + KT) {
-        if (lane == 0u) {
-            rise_sh = 0u;
+        if (unseen(w, g, lo, hi, skip)) {
+            continue;
         }
-        scores(w, g, zero);
-        let u0 = g + 16u * (lane % 2u);
-        let bits = visible(w, u0, lo, hi, sn, pos, valid);
-        workgroupBarrier();
-        let top = tile_top(w, at, u0, bits, ks);
-        let rise = top.m > soft.m + RISE || top.e < soft.e - SLACK;
-        let any = subgroupAny(rise);
-        if (lane == 0u && any) {
-            rise_sh = 1u;
+        e_sh[32u * sg + lane] = i32(f32(kv[4u * part_len + c * s.len + g + lane]));
+        if (STAGE) {
+            stage(w, kv_tile(s.len, c, g, 0u));
         }
-        if (workgroupUniformLoad(&rise_sh) != 0u) {
-            let m = max(soft.m, top.m);
-            let e = min(soft.e, top.e);
-            let f = exp(soft.m - m) * exp2(f32(e - soft.e));
-            soft = Soft(m, e, soft.l * exp(soft.m - m));
-            if (started) {
-                sums = sums_rescaled(sums, lane, f);
-            }
+        scores(w, g, zero, qf);
+        let vt = 2u * part_len + kv_tile(s.len, c, g, 0u);
+        let ahead = fetch(w, vt);
+        let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
+        subgroupBarrier();
+        let r = risen(soft, tile_top(w, at, bits, ks));
+        soft = r.soft;
+        soft.l += weigh(w, at, bits, ks, soft);
+        subgroupBarrier();
+        // The sums rescaled through o_sh, which the weights no longer read.
+        if (r.rescale && started) {
+            sums = sums_rescaled(sums, w, lane, r.f);
         }
-        soft.l += weigh(w, lane, at, u0, bits, ks, soft);
-        storageBarrier();
-        workgroupBarrier();
-        let vt = 2u * w.part + kv_tile(s.len, c, g, 0u);
-        sums = sums_added(sums, weights(pa), w, vt);
+        if (AHEAD) {
+            put_staged(ahead, w);
+        } else if (STAGE) {
+            stage(w, vt);
+        }
+        sums = sums_added(sums, weights(w), w, vt);
         started = true;
     }
-    finish(sums, soft, lane, c, ch, r0, last);
+    finish(sums, soft, w, lane, ch, r0, last);
 }
