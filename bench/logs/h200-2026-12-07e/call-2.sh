@@ -16,7 +16,7 @@ v() { # label variant model depth reps
     (export DORY_WGPU_COOP_VARIANT=$2; bench_run $1 $dory $3 $4 exact none 512 1 $5 120)
 }
 (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-4096 $dory $large 4096 exact none 512 1 1 120)
-for x in 0 16 256 272 768 784 792; do v coop-v$x-4096 $x $large 4096 1; done
+for x in 0 256 272 768 784 792; do v coop-v$x-4096 $x $large 4096 1; done
 (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-0 $dory $large 0 exact none 512 1 3 120)
 v coop-v784-0 784 $large 0 3
 (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-tiny $dory models/dory-tiny 0 exact none 512 1 3 120)
