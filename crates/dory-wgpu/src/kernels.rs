@@ -753,6 +753,18 @@ impl Planner {
     }
 }
 
+/// A prompt's attention on the tensor cores' pipelines (`AttendCoop`).
+fn plan_attend_coop(b: &mut Planner, options: Options) -> AttendCoop {
+    let variant = ("VARIANT", f64::from(options.coop_variant));
+    let d = ("D", crate::ops::attend::COOP_D as f64);
+    AttendCoop {
+        prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
+        kv_parts: b.add("kv_parts", "kv_parts", &[]),
+        attend: b.add("attend_coop", "attend_coop", &[variant]),
+        attend_d: b.add_as("attend_coop", "attend_coop", "attend_coop_d", &[variant, d]),
+    }
+}
+
 /// The tensor-core GEMM's pipelines (`Coop`).
 fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let (wm, wn) = options.coop_tile;
@@ -856,16 +868,7 @@ impl Kernels {
                 &[("LANES", f64::from(options.attend_lanes)), ("AHEAD", f64::from(options.attend_ahead))],
             ),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
-            attend_coop: (options.coop && options.attend_coop).then(|| {
-                let variant = ("VARIANT", f64::from(options.coop_variant));
-                let d = ("D", crate::ops::attend::COOP_D as f64);
-                AttendCoop {
-                    prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
-                    kv_parts: b.add("kv_parts", "kv_parts", &[]),
-                    attend: b.add("attend_coop", "attend_coop", &[variant]),
-                    attend_d: b.add_as("attend_coop", "attend_coop", "attend_coop_d", &[variant, d]),
-                }
-            }),
+            attend_coop: (options.coop && options.attend_coop).then(|| plan_attend_coop(&mut b, options)),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),
             combine_sealed: b.add("o1", "combine_sealed", &[]),
