@@ -348,7 +348,8 @@ impl Options {
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_AHEAD=4|8 (its loads in flight),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_EXIT=host (a
+    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_COOP_VARIANT=N
+    /// (attend_coop.wgsl's forms being measured), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
@@ -394,8 +395,9 @@ impl Options {
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            // Off: on the H200 it ran 987 µs a dispatch against attend_rows.wgsl's 808 (the
-            // larger config's pp512 at depth 4096: bench/logs/h200-2026-12-05b/call-1).
+            // Off: on an H100 it ran 587 µs a dispatch against attend_rows.wgsl's 593, and its
+            // preparations cost more than prep (the larger config's pp512 at depth 4096:
+            // bench/logs/h200-2026-12-07e/call-1).
             attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
             coop_variant: numbers("DORY_WGPU_COOP_VARIANT").and_then(|n| n.first().copied()).unwrap_or(0),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),

@@ -57,9 +57,9 @@ override D: u32 = 0u;
 // unknown count), 256 each tile's keys, then its values, copied into workgroup memory by
 // the four subgroups together (a fragment read from the L2 once a workgroup, not once a
 // subgroup; the subgroups then meet at four barriers a tile), 512 with 256, the values
-// read before the softmax (their wait behind it) and copied after. Diagnostic (wrong results): 1 no value sums' products, 2 no scores'
-// products, 4 no softmax (every weight 0), 32 every tile's keys read from the span's
-// first, 64 its values too.
+// read before the softmax (their wait behind it) and copied after. Diagnostic (wrong
+// results): 1 no value sums' products, 2 no scores' products, 4 no softmax (every weight
+// 0), 32 every tile's keys read from the span's first, 64 its values too.
 override VARIANT: u32 = 0u;
 override SPLIT: bool = (VARIANT & 8u) != 0u;
 override HELD: bool = (VARIANT & 16u) != 0u;
@@ -258,7 +258,8 @@ fn put_frag(t: FragB, w: Work, j: u32) {
 fn score_sums(w: Work, g: u32, zero: Acc, qf: Query) -> Scores {
     let first = kv_tile(w.len, w.c, 0u, 0u);
     let diag = (VARIANT & 32u) != 0u;
-    let t = Tiles(select(kv_tile(w.len, w.c, g, 0u), first, diag), select(kv_tile(w.len, w.c, g + 16u, 0u), first, diag));
+    let k0 = select(kv_tile(w.len, w.c, g, 0u), first, diag);
+    let t = Tiles(k0, select(kv_tile(w.len, w.c, g + 16u, 0u), first, diag));
     var s = Scores(zero, zero, zero, zero);
     let n = select(d16(), 0u, (VARIANT & 2u) != 0u);
     if (HELD) {
@@ -412,7 +413,8 @@ struct Rows {
 // every row of the subgroup sees the whole tile, else key by key (in the chunk's keys [lo,
 // hi) of the span and seen by the row at `pos`, sees `sn`).
 fn visible(w: Work, g: u32, lo: u32, hi: u32, rows: Rows, sn: Seen, pos: u32, valid: bool) -> u32 {
-    let whole = g >= lo && g + KT <= hi && w.base + g >= rows.sn.lo && w.base + g + KT - 1u <= rows.first;
+    let in_chunk = g >= lo && g + KT <= hi;
+    let whole = in_chunk && w.base + g >= rows.sn.lo && w.base + g + KT - 1u <= rows.first;
     if (whole || (VARIANT & 4u) != 0u) {
         return select(0u, 0xffffu, valid);
     }
@@ -484,7 +486,8 @@ fn value_sums(acc: Acc, pw: Weights, w: Work, vt: u32, n: u32) -> Acc {
         let bl1 = coopLoadT<FragB>(&kv_sh[256u * (3u * m + n)], 16u);
         return mma3(pw.h1, pw.l1, bh1, bl1, mma3(pw.h0, pw.l0, bh0, bl0, acc));
     }
-    let t0 = select(vt, 2u * w.part + kv_tile(w.len, w.c, 0u, 0u), (VARIANT & 64u) != 0u) + 256u * n;
+    let first = 2u * w.part + kv_tile(w.len, w.c, 0u, 0u);
+    let t0 = select(vt, first, (VARIANT & 64u) != 0u) + 256u * n;
     let t1 = t0 + 16u * p.d;
     let bh0 = coopLoadT<FragB>(&kv[t0], 16u);
     let bl0 = coopLoadT<FragB>(&kv[w.part + t0], 16u);
