@@ -296,8 +296,8 @@ pub struct Options {
     /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
     /// (asked for: not yet faster).
     pub attend_coop: bool,
-    /// attend_coop.wgsl's diagnostic forms (DORY_WGPU_COOP_VARIANT, its VARIANT: wrong
-    /// results, for timing its parts).
+    /// attend_coop.wgsl's forms being measured, and its diagnostics (DORY_WGPU_COOP_VARIANT,
+    /// its VARIANT, whose comment says which leave wrong results).
     pub coop_variant: u32,
     /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
