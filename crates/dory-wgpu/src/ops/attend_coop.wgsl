@@ -178,8 +178,7 @@ fn stage(w: Work, src: u32) {
     let n = d16();
     workgroupBarrier();
     for (var j = 0u; j < n; j = j + 1u) {
-        let t = coopLoad<FragB>(&kv[staged_at(w, src, j)], 16u);
-        coopStore(t, &kv_sh[256u * (4u * j + w.sg)], 16u);
+        put_frag(coopLoad<FragB>(&kv[staged_at(w, src, j)], 16u), w, j);
     }
     workgroupBarrier();
 }
@@ -193,7 +192,7 @@ fn staged_at(w: Work, src: u32, j: u32) -> u32 {
 }
 
 // AHEAD: the subgroup's fragments of a tile's staged parts, read before they are copied
-// (those from d/16 on unused); elsewhere a stand-in from kv_sh.
+// (those from d/16 on unused); elsewhere the stand-in `none`, loaded once.
 struct Staged {
     f0: FragB,
     f1: FragB,
@@ -209,10 +208,9 @@ fn fetch_one(w: Work, src: u32, j: u32) -> FragB {
     return coopLoad<FragB>(&kv[staged_at(w, src, select(0u, j, j < d16()))], 16u);
 }
 
-fn fetch(w: Work, src: u32) -> Staged {
+fn fetch(w: Work, src: u32, none: FragB) -> Staged {
     if (!AHEAD) {
-        let t = coopLoad<FragB>(&kv_sh[0], 16u);
-        return Staged(t, t, t, t, t, t, t, t);
+        return Staged(none, none, none, none, none, none, none, none);
     }
     return Staged(
         fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
@@ -428,10 +426,11 @@ fn visible(w: Work, g: u32, lo: u32, hi: u32, rows: Rows, sn: Seen, pos: u32, va
     return bits;
 }
 
-// Whether no row of the subgroup sees a key of the tile from g (which it then skips).
-fn unseen(w: Work, g: u32, lo: u32, hi: u32, rows: Rows) -> bool {
+// Whether no row of `rows` sees a key of the tile from g (which is then skipped; the walk's
+// tiles all hold keys of the chunk).
+fn unseen(w: Work, g: u32, rows: Rows) -> bool {
     let before = w.base + g + KT - 1u < seen(rows.first).lo;
-    return g + KT <= lo || g >= hi || w.base + g > rows.last || before || rows.last < rows.first;
+    return w.base + g > rows.last || before || rows.last < rows.first;
 }
 
 // The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
@@ -763,8 +762,9 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
     let qf = query(w);
+    let none = coopLoad<FragB>(&kv_sh[0], 16u);
     for (var g = lo / KT * KT; g < hi; g = g + KT) {
-        if (unseen(w, g, lo, hi, skip)) {
+        if (unseen(w, g, skip)) {
             continue;
         }
         e_sh[32u * sg + lane] = i32(f32(kv[4u * part_len + c * s.len + g + lane]));
@@ -773,7 +773,7 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         }
         scores(w, g, zero, qf);
         let vt = 2u * part_len + kv_tile(s.len, c, g, 0u);
-        let ahead = fetch(w, vt);
+        let ahead = fetch(w, vt, none);
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
         subgroupBarrier();
         let r = risen(soft, tile_top(w, at, bits, ks));
