@@ -23,3 +23,10 @@ v coop-v784-0 784 $large 0 3
 v coop-v784-tiny 784 models/dory-tiny 0 3
 DORY_WGPU_COOP_VARIANT=792 CI=true timeout 120 .wgpu-carry/gpu-tests --test-threads 4 2>&1 | grep -v XDG_RUNTIME > $OUT/a/gpu-tests-v792.log
 grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests-v792.log | head -20
+# (added at the twenty-third session's run) the staged form's kernels alone at 4096
+for x in 784 792; do
+    echo "== attend_coop variant $x" >> $OUT/a/profile.txt
+    DORY_WGPU_COOP_VARIANT=$x DORY_WGPU_PROFILE=1 timeout 120 $dory bench --backend wgpu --model $large --depth 4096 \
+        --attention exact --exit none --prompt 512 --gen 1 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
+done
+grep -E '==|attend|kv_parts|prep' $OUT/a/profile.txt | head -40
