@@ -57,7 +57,9 @@ override D: u32 = 0u;
 // unknown count), 256 each tile's keys, then its values, copied into workgroup memory by
 // the four subgroups together (a fragment read from the L2 once a workgroup, not once a
 // subgroup; the subgroups then meet at four barriers a tile), 512 with 256, the values
-// read before the softmax (their wait behind it) and copied after. Diagnostic (wrong
+// read before the softmax (their wait behind it) and copied after, 1024 with 256, a
+// subgroup's fragments of a staged copy all read before any is stored, 2048 with 1024, the
+// next tile's keys read while this tile's values are summed. Diagnostic (wrong
 // results): 1 no value sums' products, 2 no scores' products, 4 no softmax (every weight
 // 0), 32 every tile's keys read from the span's first, 64 its values too.
 override VARIANT: u32 = 0u;
@@ -65,6 +67,8 @@ override SPLIT: bool = (VARIANT & 8u) != 0u;
 override HELD: bool = (VARIANT & 16u) != 0u;
 override STAGE: bool = (VARIANT & 256u) != 0u;
 override AHEAD: bool = STAGE && (VARIANT & 512u) != 0u;
+override GATHER: bool = STAGE && (VARIANT & 1024u) != 0u;
+override NEXT: bool = GATHER && (VARIANT & 2048u) != 0u;
 
 // Rows of a subgroup, and subgroups of a workgroup (attend.rs's COOP_BLOCK is their product).
 const BR: u32 = 4u;
@@ -175,6 +179,10 @@ fn put_scores(t: Acc, at: u32) {
 // STAGE: the tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh,
 // fragment 4 j + sg by subgroup sg.
 fn stage(w: Work, src: u32) {
+    if (GATHER) {
+        put_staged(fetch_all(w, src), w);
+        return;
+    }
     let n = d16();
     workgroupBarrier();
     for (var j = 0u; j < n; j = j + 1u) {
@@ -212,6 +220,10 @@ fn fetch(w: Work, src: u32, none: FragB) -> Staged {
     if (!AHEAD) {
         return Staged(none, none, none, none, none, none, none, none);
     }
+    return fetch_all(w, src);
+}
+
+fn fetch_all(w: Work, src: u32) -> Staged {
     return Staged(
         fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
         fetch_one(w, src, 4u), fetch_one(w, src, 5u), fetch_one(w, src, 6u), fetch_one(w, src, 7u),
@@ -763,15 +775,25 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var started = false;
     let qf = query(w);
     let none = coopLoad<FragB>(&kv_sh[0], 16u);
+    // NEXT: the keys' fragments read for the tile from keys_at.
+    var keys = Staged(none, none, none, none, none, none, none, none);
+    var keys_at = hi;
     for (var g = lo / KT * KT; g < hi; g = g + KT) {
         if (unseen(w, g, skip)) {
             continue;
         }
-        e_sh[32u * sg + lane] = i32(f32(kv[4u * part_len + c * s.len + g + lane]));
-        if (STAGE) {
+        // The tile's e_j, stored after its scores so that the read waits behind them.
+        let ej = kv[4u * part_len + c * s.len + g + lane];
+        if (NEXT) {
+            if (keys_at != g) {
+                keys = fetch_all(w, kv_tile(s.len, c, g, 0u));
+            }
+            put_staged(keys, w);
+        } else if (STAGE) {
             stage(w, kv_tile(s.len, c, g, 0u));
         }
         scores(w, g, zero, qf);
+        e_sh[32u * sg + lane] = i32(f32(ej));
         let vt = 2u * part_len + kv_tile(s.len, c, g, 0u);
         let ahead = fetch(w, vt, none);
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
@@ -788,6 +810,10 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
             put_staged(ahead, w);
         } else if (STAGE) {
             stage(w, vt);
+        }
+        if (NEXT && g + KT < hi) {
+            keys = fetch_all(w, kv_tile(s.len, c, g + KT, 0u));
+            keys_at = g + KT;
         }
         sums = sums_added(sums, weights(w), w, vt);
         started = true;
