@@ -3,13 +3,14 @@
 # gathered (1024: a subgroup's fragments all read before any is stored) and the next
 # tile's keys read during this tile's value sums (2048), against 784, each profiled alone
 # at 4096 (3863: 3856 with no products and no softmax, its skeleton), then the larger
-# config's pp512 at 4096, and the GPU tests under 3856.
+# config's pp512 at 4096, and the GPU tests under 3856. Skeleton parts: 7959 without the staged
+# copies, 12055 without the softmax's loops, 16151 without both.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 mkdir -p $OUT/a
 export DORY_WGPU_ATTEND_COOP=1
 large_model
-for x in 784 1808 3856 3863 1296 3848; do
+for x in 784 1808 3856 3863 7959 12055 16151 1296 3848; do
     echo "== attend_coop variant $x" >> $OUT/a/profile.txt
     DORY_WGPU_COOP_VARIANT=$x DORY_WGPU_PROFILE=1 timeout 120 $dory bench --backend wgpu --model $large --depth 4096 \
         --attention exact --exit none --prompt 512 --gen 1 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt

@@ -61,7 +61,9 @@ override D: u32 = 0u;
 // subgroup's fragments of a staged copy all read before any is stored, 2048 with 1024, the
 // next tile's keys read while this tile's values are summed. Diagnostic (wrong
 // results): 1 no value sums' products, 2 no scores' products, 4 no softmax (every weight
-// 0), 32 every tile's keys read from the span's first, 64 its values too.
+// 0), 32 every tile's keys read from the span's first, 64 its values too, 4096 no staged
+// copies (kv_sh read as it lies), 8192 no softmax's loops (no scores read, no weights
+// written).
 override VARIANT: u32 = 0u;
 override SPLIT: bool = (VARIANT & 8u) != 0u;
 override HELD: bool = (VARIANT & 16u) != 0u;
@@ -179,6 +181,9 @@ fn put_scores(t: Acc, at: u32) {
 // STAGE: the tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh,
 // fragment 4 j + sg by subgroup sg.
 fn stage(w: Work, src: u32) {
+    if ((VARIANT & 4096u) != 0u) {
+        return;
+    }
     if (GATHER) {
         put_staged(fetch_all(w, src), w);
         return;
@@ -232,6 +237,9 @@ fn fetch_all(w: Work, src: u32) -> Staged {
 
 // AHEAD: the fetched fragments into kv_sh, between the barriers `stage` has.
 fn put_staged(s: Staged, w: Work) {
+    if ((VARIANT & 4096u) != 0u) {
+        return;
+    }
     let n = d16();
     workgroupBarrier();
     put_frag(s.f0, w, 0u);
@@ -450,6 +458,9 @@ fn unseen(w: Work, g: u32, rows: Rows) -> bool {
 fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
+    if ((VARIANT & 8192u) != 0u) {
+        return Soft(top, e, 0.0);
+    }
     let ej = 32u * w.sg + w.half;
     for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
@@ -469,6 +480,9 @@ fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
     let ej = 32u * w.sg + w.half;
     let scale = soft.e + VB;
     var sum = 0.0;
+    if ((VARIANT & 8192u) != 0u) {
+        return sum;
+    }
     for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
         if ((bits >> j & 1u) != 0u && (VARIANT & 4u) == 0u) {
