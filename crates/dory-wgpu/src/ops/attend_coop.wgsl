@@ -59,7 +59,8 @@ override D: u32 = 0u;
 // subgroup; the subgroups then meet at four barriers a tile), 512 with 256, the values
 // read before the softmax (their wait behind it) and copied after, 1024 with 256, a
 // subgroup's fragments of a staged copy all read before any is stored, 2048 with 1024, the
-// next tile's keys read while this tile's values are summed. Diagnostic (wrong
+// next tile's keys read while this tile's values are summed, 16384 each lane's walk over
+// its keys of a tile from a key of its own. Diagnostic (wrong
 // results): 1 no value sums' products, 2 no scores' products, 4 no softmax (every weight
 // 0), 32 every tile's keys read from the span's first, 64 its values too, 4096 no staged
 // copies (kv_sh read as it lies), 8192 no softmax's loops (no scores read, no weights
@@ -71,6 +72,7 @@ override STAGE: bool = (VARIANT & 256u) != 0u;
 override AHEAD: bool = STAGE && (VARIANT & 512u) != 0u;
 override GATHER: bool = STAGE && (VARIANT & 1024u) != 0u;
 override NEXT: bool = GATHER && (VARIANT & 2048u) != 0u;
+override TURN: bool = (VARIANT & 16384u) != 0u;
 
 // Rows of a subgroup, and subgroups of a workgroup (attend.rs's COOP_BLOCK is their product).
 const BR: u32 = 4u;
@@ -453,6 +455,15 @@ fn unseen(w: Work, g: u32, rows: Rows) -> bool {
     return w.base + g > rows.last || before || rows.last < rows.first;
 }
 
+// TURN: step i's key of the lane's 16, from its own first (i + q) mod 16, so that the
+// lanes' reads of s_sh (rows of 32 scores: one bank per key) fall in different banks.
+fn turn(w: Work, i: u32) -> u32 {
+    if (TURN) {
+        return (i + w.q) % 16u;
+    }
+    return i;
+}
+
 // The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
 // scores from `at`), its query's over both halves of the tile.
 fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
@@ -462,7 +473,8 @@ fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
         return Soft(top, e, 0.0);
     }
     let ej = 32u * w.sg + w.half;
-    for (var j = 0u; j < 16u; j = j + 1u) {
+    for (var i = 0u; i < 16u; i = i + 1u) {
+        let j = turn(w, i);
         if ((bits >> j & 1u) != 0u) {
             top = max(top, score(at, j) * ks);
             e = min(e, e_sh[ej + j]);
@@ -483,7 +495,8 @@ fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
     if ((VARIANT & 8192u) != 0u) {
         return sum;
     }
-    for (var j = 0u; j < 16u; j = j + 1u) {
+    for (var i = 0u; i < 16u; i = i + 1u) {
+        let j = turn(w, i);
         var pw = 0.0;
         if ((bits >> j & 1u) != 0u && (VARIANT & 4u) == 0u) {
             let wt = exp(score(at, j) * ks - soft.m);
