@@ -293,12 +293,9 @@ pub struct Options {
     pub q8_copy_bytes: usize,
     /// A prompt's attention in blocks of rows (attend_rows.wgsl), not row by row.
     pub attend_rows: bool,
-    /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them
-    /// (asked for: not yet faster).
-    pub attend_coop: bool,
-    /// attend_coop.wgsl's forms being measured, and its diagnostics (DORY_WGPU_COOP_VARIANT,
-    /// its VARIANT, whose comment says which leave wrong results).
-    pub coop_variant: u32,
+    /// Those blocks on the tensor cores (attend_coop.wgsl), where the device has them, for
+    /// heads of at least this many dims (None: never).
+    pub attend_coop: Option<usize>,
     /// A decoded row's exit rule tested on the device (ops/exit.rs), the step read once:
     /// by default; DORY_WGPU_EXIT=host tests it on the host after each read-out's read
     /// (the next step recorded while that read comes back).
@@ -348,8 +345,8 @@ impl Options {
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_AHEAD=4|8 (its loads in flight),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
-    /// DORY_WGPU_ATTEND_COOP=1 (its blocks on the tensor cores), DORY_WGPU_COOP_VARIANT=N
-    /// (attend_coop.wgsl's forms being measured), DORY_WGPU_EXIT=host (a
+    /// DORY_WGPU_ATTEND_COOP=0|1 (its blocks never on the tensor cores, or there at any
+    /// head's dims, not only from 128), DORY_WGPU_EXIT=host (a
     /// decoded row's exit rule tested on the host),
     /// DORY_WGPU_BF16_AS_F16=0|1 (bf16 projections held as stored, or as f16 where exact,
     /// whether or not the device has tensor cores), DORY_WGPU_TILES=0|1 (f16 projections in
@@ -395,11 +392,14 @@ impl Options {
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            // Off: on an H100 it ran 587 µs a dispatch against attend_rows.wgsl's 593, and its
-            // preparations cost more than prep (the larger config's pp512 at depth 4096:
-            // bench/logs/h200-2026-12-07e/call-1).
-            attend_coop: std::env::var("DORY_WGPU_ATTEND_COOP").is_ok_and(|v| v == "1"),
-            coop_variant: numbers("DORY_WGPU_COOP_VARIANT").and_then(|n| n.first().copied()).unwrap_or(0),
+            // From 128 dims: on an H100 the larger config's pp512 at depth 4096 ran 1.11×
+            // attend_rows.wgsl's speed, dory-tiny's (64 dims) 0.89×
+            // (bench/logs/h200-2026-12-07e/call-2, call-5).
+            attend_coop: match std::env::var("DORY_WGPU_ATTEND_COOP").as_deref() {
+                Ok("0") => None,
+                Ok("1") => Some(16),
+                _ => Some(crate::ops::attend::COOP_D),
+            },
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             recent: numbers("DORY_WGPU_GATE")
                 .and_then(|n| n.first().copied())
@@ -429,7 +429,7 @@ impl Options {
         // wgpu does not check a kernel's workgroup memory against the device's limit (a
         // driver may then hang).
         o.coop &= coop_workgroup_bytes(o.coop_tile) <= workgroup_bytes;
-        o.attend_coop &= o.attend_coop_fits(workgroup_bytes);
+        o.attend_coop = o.attend_coop.filter(|_| o.attend_coop_fits(workgroup_bytes));
         // Slices of 4, 2 or 1 (their workgroup memory is a tile of zeros whatever their count:
         // their sums meet in a buffer).
         o.coop_slicing.most = [4, 2, 1].into_iter().find(|&n| n <= o.coop_slicing.most.max(1)).unwrap_or(1);
@@ -581,9 +581,9 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     all
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 42,240 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 34,048 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 42_240 + 1024 + 4096;
+pub const ATTEND_COOP_BYTES: u32 = 34_048 + 1024 + 4096;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// the keys' and values' parts (kv_parts.wgsl), and attend_coop.wgsl.
@@ -756,14 +756,13 @@ impl Planner {
 }
 
 /// A prompt's attention on the tensor cores' pipelines (`AttendCoop`).
-fn plan_attend_coop(b: &mut Planner, options: Options) -> AttendCoop {
-    let variant = ("VARIANT", f64::from(options.coop_variant));
+fn plan_attend_coop(b: &mut Planner) -> AttendCoop {
     let d = ("D", crate::ops::attend::COOP_D as f64);
     AttendCoop {
         prep: b.add_as("prep", "prep", "prep_parts", &[("PARTS", 1.0)]),
         kv_parts: b.add("kv_parts", "kv_parts", &[]),
-        attend: b.add("attend_coop", "attend_coop", &[variant]),
-        attend_d: b.add_as("attend_coop", "attend_coop", "attend_coop_d", &[variant, d]),
+        attend: b.add("attend_coop", "attend_coop", &[]),
+        attend_d: b.add_as("attend_coop", "attend_coop", "attend_coop_d", &[d]),
     }
 }
 
@@ -870,7 +869,7 @@ impl Kernels {
                 &[("LANES", f64::from(options.attend_lanes)), ("AHEAD", f64::from(options.attend_ahead))],
             ),
             attend_rows: b.add("attend_rows", "attend_rows", &[]),
-            attend_coop: (options.coop && options.attend_coop).then(|| plan_attend_coop(&mut b, options)),
+            attend_coop: (options.coop && options.attend_coop.is_some()).then(|| plan_attend_coop(&mut b)),
             combine: b.add("combine", "combine", &[]),
             push: b.add("o1", "push", &[]),
             combine_sealed: b.add("o1", "combine_sealed", &[]),

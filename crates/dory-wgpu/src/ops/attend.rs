@@ -169,11 +169,12 @@ pub fn in_blocks(o: &Options, d: usize, rows: usize, fused: bool) -> bool {
     o.attend_rows && !fused && rows > 1 && d <= BLOCK_MAX_D
 }
 
-/// Whether the blocks take attend_coop.wgsl: tensor cores, heads of whole 16-dim tiles,
-/// positions without sinks (an exact full layer or a sliding one, whose positions in order
-/// are one span: span.wgsl).
+/// Whether the blocks take attend_coop.wgsl: tensor cores, heads of whole 16-dim tiles as
+/// wide as the options ask, positions without sinks (an exact full layer or a sliding one,
+/// whose positions in order are one span: span.wgsl).
 pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool, slots: Slots) -> bool {
-    in_blocks(o, d, rows, fused) && o.attend_coop && d % 16 == 0 && slots.sinks == 0
+    let wide = o.attend_coop.is_some_and(|fewest| d >= fewest);
+    in_blocks(o, d, rows, fused) && wide && d % 16 == 0 && slots.sinks == 0
 }
 
 /// The split of a step of `rows` rows whose last sees `most` positions, in blocks where

@@ -1,20 +1,22 @@
 // attend_rows.wgsl's work on the tensor cores: a block of 16 rows' four query heads of one
 // KV head over one chunk of the positions the block sees, in four subgroups of 32, each 4
 // rows (16 queries), the scores Q·Kᵀ and the value sums P·V as cooperative products (16 ×
-// 16 × 16, f16 in, f32 accumulated), a tile of 32 keys at a time. The four walk the same
-// tiles, so that a tile's keys and values come from the SM's cache after the first reads
-// them, but each at its own pace: a subgroup keeps its scores, weights and sums on their
-// way in regions of workgroup memory of its own and waits only on itself (subgroupBarrier).
-// A kernel whose subgroups met at every step (4dfbf03 in history) spent ~630 µs a dispatch
-// at depth 4096 on the work between its products alone: a tile's chain of loads, barriers
-// and loops, waited on by all four.
+// 16 × 16, f16 in, f32 accumulated), a tile of 32 keys at a time. Each tile's keys, then
+// its values, are copied into workgroup memory by the four subgroups together (each a
+// quarter of the fragments, all read before any is stored), so that a fragment leaves the
+// L2 once a workgroup: read by each subgroup from the buffer, the fragments took the L2's
+// whole bandwidth, 587 µs a dispatch at depth 4096 on an H100 against 489 staged
+// (bench/logs/h200-2026-12-07e, call-1 and call-2). Between the copies each subgroup keeps
+// its own pace: its scores, weights and sums go through regions of workgroup memory of its
+// own, and it waits only on itself (subgroupBarrier). Its queries' fragments are held
+// through the chunk (loaded each tile, the staged form ran 1.25× slower).
 //
-// Every operand is read straight from its buffer, in f16 parts hi + lo that keep ~22 bits;
-// a product of parts is hi·hi + hi·lo + lo·hi (lo·lo is below f32's precision), so that
-// spec §8's bounds hold as with f32 operands: the queries' parts from prep.wgsl's
-// `prep_parts` (each query times its s_q, with 1/s_q), the keys' and values' from
-// kv_parts.wgsl in span.wgsl's tiles (keys times 2¹², each value times its own 2^e_j).
-// Where a tile of the span straddles two chunks, each walks it and masks the other's keys.
+// Every operand is in f16 parts hi + lo that keep ~22 bits; a product of parts is hi·hi +
+// hi·lo + lo·hi (lo·lo is below f32's precision), so that spec §8's bounds hold as with f32
+// operands: the queries' parts from prep.wgsl's `prep_parts` (each query times its s_q,
+// with 1/s_q), the keys' and values' from kv_parts.wgsl in span.wgsl's tiles (keys times
+// 2¹², each value times its own 2^e_j). Where a tile of the span straddles two chunks, each
+// walks it and masks the other's keys.
 //
 // The value sums stay in accumulators from the chunk's first tile to its last, and a
 // cooperative matrix cannot be scaled by rows; so each query keeps its softmax maximum m
@@ -31,8 +33,8 @@
 // `direct` normalised and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
-// hence a struct of one accumulator per 16 dims of the head (d ≤ 128), stored through
-// `let`s.
+// hence structs of one fragment or accumulator per 16 dims of the head (d ≤ 128), stored
+// through `let`s.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -51,28 +53,6 @@ diagnostic(off, derivative_uniformity);
 // The head's dims, where a pipeline is made for one width (0: p.d), so that the loops over
 // its tiles have a count the compiler knows.
 override D: u32 = 0u;
-// Forms to measure (DORY_WGPU_COOP_VARIANT, a sum of). Right: 8 the scores in four
-// accumulators (even and odd tiles of dims apart: chains of 12 products, not 24), 16 the
-// queries' fragments held through the chunk, 128 the head's dims read from p (a loop of
-// unknown count), 256 each tile's keys, then its values, copied into workgroup memory by
-// the four subgroups together (a fragment read from the L2 once a workgroup, not once a
-// subgroup; the subgroups then meet at four barriers a tile), 512 with 256, the values
-// read before the softmax (their wait behind it) and copied after, 1024 with 256, a
-// subgroup's fragments of a staged copy all read before any is stored, 2048 with 1024, the
-// next tile's keys read while this tile's values are summed, 16384 each lane's walk over
-// its keys of a tile from a key of its own. Diagnostic (wrong
-// results): 1 no value sums' products, 2 no scores' products, 4 no softmax (every weight
-// 0), 32 every tile's keys read from the span's first, 64 its values too, 4096 no staged
-// copies (kv_sh read as it lies), 8192 no softmax's loops (no scores read, no weights
-// written).
-override VARIANT: u32 = 0u;
-override SPLIT: bool = (VARIANT & 8u) != 0u;
-override HELD: bool = (VARIANT & 16u) != 0u;
-override STAGE: bool = (VARIANT & 256u) != 0u;
-override AHEAD: bool = STAGE && (VARIANT & 512u) != 0u;
-override GATHER: bool = STAGE && (VARIANT & 1024u) != 0u;
-override NEXT: bool = GATHER && (VARIANT & 2048u) != 0u;
-override TURN: bool = (VARIANT & 16384u) != 0u;
 
 // Rows of a subgroup, and subgroups of a workgroup (attend.rs's COOP_BLOCK is their product).
 const BR: u32 = 4u;
@@ -90,13 +70,11 @@ const SLACK: i32 = 4;
 // e before any key: above every e_j, so that the first one sets it.
 const NO_E: i32 = 1000;
 
-// Each subgroup's scores of its tile, [16 queries][KT keys] from 512 sg.
+// Each subgroup's scores of its tile, [16 queries][KT keys] from 512 sg; once they are
+// weighed, its 16 × 16 tile of sums being rescaled or written out.
 var<workgroup> s_sh: array<f32, 2048>;
-// Each subgroup's 16 × 16 tile of sums being rescaled or written out, from 512 sg (with
-// SPLIT, first the odd tiles of dims' scores, as s_sh).
-var<workgroup> o_sh: array<f32, 2048>;
-// STAGE: the tile's keys' parts, then its values': hi of keys 0–15, of keys 16–31, then lo
-// of both, each a run of d/16 fragments.
+// The tile's keys' parts, then its values': hi of keys 0–15, of keys 16–31, then lo of
+// both, each a run of d/16 fragments.
 var<workgroup> kv_sh: array<f16, 8192>;
 // Each subgroup's weights of its tile, hi then lo ([2][16 queries][KT keys] from 1024 sg).
 var<workgroup> p_sh: array<f16, 4096>;
@@ -117,7 +95,7 @@ fn mma3(ah: FragA, al: FragA, bh: FragB, bl: FragB, c: Acc) -> Acc {
 
 // The head's tiles of 16 dims.
 fn d16() -> u32 {
-    if (D != 0u && (VARIANT & 128u) == 0u) {
+    if (D != 0u) {
         return D / 16u;
     }
     return p.d / 16u;
@@ -129,48 +107,36 @@ fn pow2(k: i32) -> f32 {
 }
 
 // What a subgroup works on: KV head c, the span's first position, its queries' parts from
-// qa (lo parts ql halves on), the span's len and a part's halves, and its lane's places:
+// qa (lo parts ql halves on), a part's halves, and its lane's places:
 // `sg` its subgroup, `q` its query (of 16), `half` its first key of a tile (0 or 16).
 struct Work {
     c: u32,
     base: u32,
     qa: u32,
     ql: u32,
-    len: u32,
     part: u32,
     sg: u32,
     q: u32,
     half: u32,
 }
 
-// An accumulator of zeros, through the subgroup's o_sh.
+// An accumulator of zeros, through the subgroup's region of s_sh.
 fn zero_acc(w: Work, lane: u32) -> Acc {
     for (var i = lane; i < 256u; i = i + 32u) {
-        o_sh[512u * w.sg + i] = 0.0;
+        s_sh[512u * w.sg + i] = 0.0;
     }
     subgroupBarrier();
-    let zero = coopLoad<Acc>(&o_sh[512u * w.sg], 16u);
+    let zero = coopLoad<Acc>(&s_sh[512u * w.sg], 16u);
     subgroupBarrier();
     return zero;
 }
 
-// The subgroup's scores of the tile of keys g … g + 31 into its region of s_sh.
-fn scores(w: Work, g: u32, zero: Acc, qf: Query) {
-    let s = score_sums(w, g, zero, qf);
+// The subgroup's scores of the tile (staged in kv_sh) into its region of s_sh.
+fn scores(w: Work, zero: Acc, qf: Query) {
+    let s = held_steps(Scores(zero, zero), qf);
     let at = 512u * w.sg;
     put_scores(s.a, at);
     put_scores(s.b, at + 16u);
-    if (SPLIT) {
-        put_odd(s.a1, at);
-        put_odd(s.b1, at + 16u);
-    }
-}
-
-// SPLIT: a 16 × 16 tile of the odd tiles of dims' scores into o_sh from `at`.
-fn put_odd(t: Acc, at: u32) {
-    let stride = KT;
-    let x = t;
-    coopStoreT(x, &o_sh[at], stride);
 }
 
 // A 16 × 16 tile of scores into s_sh from `at`.
@@ -180,22 +146,10 @@ fn put_scores(t: Acc, at: u32) {
     coopStoreT(x, &s_sh[at], stride);
 }
 
-// STAGE: the tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh,
-// fragment 4 j + sg by subgroup sg.
+// The tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh, fragment
+// 4 j + sg by subgroup sg.
 fn stage(w: Work, src: u32) {
-    if ((VARIANT & 4096u) != 0u) {
-        return;
-    }
-    if (GATHER) {
-        put_staged(fetch_all(w, src), w);
-        return;
-    }
-    let n = d16();
-    workgroupBarrier();
-    for (var j = 0u; j < n; j = j + 1u) {
-        put_frag(coopLoad<FragB>(&kv[staged_at(w, src, j)], 16u), w, j);
-    }
-    workgroupBarrier();
+    put_staged(fetch(w, src), w);
 }
 
 // Where the subgroup's fragment j of a tile's staged parts (hi from `src`) lies in kv: its
@@ -206,8 +160,7 @@ fn staged_at(w: Work, src: u32, j: u32) -> u32 {
     return src + (f / (2u * n)) * w.part + (f % (2u * n)) * 256u;
 }
 
-// AHEAD: the subgroup's fragments of a tile's staged parts, read before they are copied
-// (those from d/16 on unused); elsewhere the stand-in `none`, loaded once.
+// The subgroup's fragments of a tile's staged parts (those from d/16 on unused).
 struct Staged {
     f0: FragB,
     f1: FragB,
@@ -223,25 +176,15 @@ fn fetch_one(w: Work, src: u32, j: u32) -> FragB {
     return coopLoad<FragB>(&kv[staged_at(w, src, select(0u, j, j < d16()))], 16u);
 }
 
-fn fetch(w: Work, src: u32, none: FragB) -> Staged {
-    if (!AHEAD) {
-        return Staged(none, none, none, none, none, none, none, none);
-    }
-    return fetch_all(w, src);
-}
-
-fn fetch_all(w: Work, src: u32) -> Staged {
+fn fetch(w: Work, src: u32) -> Staged {
     return Staged(
         fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
         fetch_one(w, src, 4u), fetch_one(w, src, 5u), fetch_one(w, src, 6u), fetch_one(w, src, 7u),
     );
 }
 
-// AHEAD: the fetched fragments into kv_sh, between the barriers `stage` has.
+// The fetched fragments into kv_sh, once every subgroup is done with what it holds.
 fn put_staged(s: Staged, w: Work) {
-    if ((VARIANT & 4096u) != 0u) {
-        return;
-    }
     let n = d16();
     workgroupBarrier();
     put_frag(s.f0, w, 0u);
@@ -274,71 +217,24 @@ fn put_frag(t: FragB, w: Work, j: u32) {
     coopStore(x, &kv_sh[256u * (4u * j + w.sg)], 16u);
 }
 
-// The scores of the tile of keys from g.
-fn score_sums(w: Work, g: u32, zero: Acc, qf: Query) -> Scores {
-    let first = kv_tile(w.len, w.c, 0u, 0u);
-    let diag = (VARIANT & 32u) != 0u;
-    let k0 = select(kv_tile(w.len, w.c, g, 0u), first, diag);
-    let t = Tiles(k0, select(kv_tile(w.len, w.c, g + 16u, 0u), first, diag));
-    var s = Scores(zero, zero, zero, zero);
-    let n = select(d16(), 0u, (VARIANT & 2u) != 0u);
-    if (HELD) {
-        return held_steps(s, qf, w, t, n);
-    }
-    for (var k = 0u; k < n; k = k + 1u) {
-        let ah = coopLoadT<FragA>(&qh[w.qa + 16u * k], p.d);
-        let al = coopLoadT<FragA>(&qh[w.ql + w.qa + 16u * k], p.d);
-        s = score_step(s, ah, al, w, t, k);
-    }
-    return s;
-}
-
-// The scores of keys 0–15 (a) and 16–31 (b) of a tile; with SPLIT, the odd tiles of dims'
-// in a1 and b1.
+// The scores of keys 0–15 (a) and 16–31 (b) of a tile.
 struct Scores {
     a: Acc,
     b: Acc,
-    a1: Acc,
-    b1: Acc,
-}
-
-// Where the tile's two runs of 16 keys start in the keys' parts.
-struct Tiles {
-    k0: u32,
-    k1: u32,
 }
 
 // The scores plus the queries' dims 16 k … 16 k + 15 (parts ah, al) times the keys'.
-fn score_step(s: Scores, ah: FragA, al: FragA, w: Work, t: Tiles, k: u32) -> Scores {
-    var bh0: FragB;
-    var bl0: FragB;
-    var bh1: FragB;
-    var bl1: FragB;
-    if (STAGE) {
-        let n = d16();
-        bh0 = coopLoad<FragB>(&kv_sh[256u * k], 16u);
-        bh1 = coopLoad<FragB>(&kv_sh[256u * (n + k)], 16u);
-        bl0 = coopLoad<FragB>(&kv_sh[256u * (2u * n + k)], 16u);
-        bl1 = coopLoad<FragB>(&kv_sh[256u * (3u * n + k)], 16u);
-    } else {
-        bh0 = coopLoad<FragB>(&kv[t.k0 + 256u * k], 16u);
-        bl0 = coopLoad<FragB>(&kv[w.part + t.k0 + 256u * k], 16u);
-        bh1 = coopLoad<FragB>(&kv[t.k1 + 256u * k], 16u);
-        bl1 = coopLoad<FragB>(&kv[w.part + t.k1 + 256u * k], 16u);
-    }
-    var r = s;
-    if (SPLIT && k % 2u == 1u) {
-        r.a1 = mma3(ah, al, bh0, bl0, s.a1);
-        r.b1 = mma3(ah, al, bh1, bl1, s.b1);
-    } else {
-        r.a = mma3(ah, al, bh0, bl0, s.a);
-        r.b = mma3(ah, al, bh1, bl1, s.b);
-    }
-    return r;
+fn score_step(s: Scores, ah: FragA, al: FragA, k: u32) -> Scores {
+    let n = d16();
+    let bh0 = coopLoad<FragB>(&kv_sh[256u * k], 16u);
+    let bh1 = coopLoad<FragB>(&kv_sh[256u * (n + k)], 16u);
+    let bl0 = coopLoad<FragB>(&kv_sh[256u * (2u * n + k)], 16u);
+    let bl1 = coopLoad<FragB>(&kv_sh[256u * (3u * n + k)], 16u);
+    return Scores(mma3(ah, al, bh0, bl0, s.a), mma3(ah, al, bh1, bl1, s.b));
 }
 
-// The subgroup's queries' fragments, hi and lo of each tile of 16 dims (HELD; those past
-// d repeat the first).
+// The subgroup's queries' fragments, hi and lo of each tile of 16 dims (those past d
+// repeat the first).
 struct Query {
     h0: FragA,
     h1: FragA,
@@ -365,10 +261,6 @@ fn q_frag(w: Work, at: u32, k: u32) -> FragA {
 }
 
 fn query(w: Work) -> Query {
-    if (!HELD) {
-        let f = q_frag(w, 0u, 0u);
-        return Query(f, f, f, f, f, f, f, f, f, f, f, f, f, f, f, f);
-    }
     let l = w.ql;
     return Query(
         q_frag(w, 0u, 0u), q_frag(w, 0u, 1u), q_frag(w, 0u, 2u), q_frag(w, 0u, 3u),
@@ -378,39 +270,32 @@ fn query(w: Work) -> Query {
     );
 }
 
-// The scores' steps over the n tiles of dims from the held queries.
-fn held_steps(s: Scores, qf: Query, w: Work, t: Tiles, n: u32) -> Scores {
-    var r = score_step(s, qf.h0, qf.l0, w, t, 0u);
+// The scores' steps over the tiles of dims.
+fn held_steps(s: Scores, qf: Query) -> Scores {
+    let n = d16();
+    var r = score_step(s, qf.h0, qf.l0, 0u);
     if (n > 1u) {
-        r = score_step(r, qf.h1, qf.l1, w, t, 1u);
+        r = score_step(r, qf.h1, qf.l1, 1u);
     }
     if (n > 2u) {
-        r = score_step(r, qf.h2, qf.l2, w, t, 2u);
+        r = score_step(r, qf.h2, qf.l2, 2u);
     }
     if (n > 3u) {
-        r = score_step(r, qf.h3, qf.l3, w, t, 3u);
+        r = score_step(r, qf.h3, qf.l3, 3u);
     }
     if (n > 4u) {
-        r = score_step(r, qf.h4, qf.l4, w, t, 4u);
+        r = score_step(r, qf.h4, qf.l4, 4u);
     }
     if (n > 5u) {
-        r = score_step(r, qf.h5, qf.l5, w, t, 5u);
+        r = score_step(r, qf.h5, qf.l5, 5u);
     }
     if (n > 6u) {
-        r = score_step(r, qf.h6, qf.l6, w, t, 6u);
+        r = score_step(r, qf.h6, qf.l6, 6u);
     }
     if (n > 7u) {
-        r = score_step(r, qf.h7, qf.l7, w, t, 7u);
+        r = score_step(r, qf.h7, qf.l7, 7u);
     }
     return r;
-}
-
-// Score j of the lane's half of the tile (its scores from `at`).
-fn score(at: u32, j: u32) -> f32 {
-    if (SPLIT) {
-        return s_sh[at + j] + o_sh[at + j];
-    }
-    return s_sh[at + j];
 }
 
 // A query's online softmax: its maximum m, its values' scale e, and (this lane's half of)
@@ -435,7 +320,7 @@ struct Rows {
 fn visible(w: Work, g: u32, lo: u32, hi: u32, rows: Rows, sn: Seen, pos: u32, valid: bool) -> u32 {
     let in_chunk = g >= lo && g + KT <= hi;
     let whole = in_chunk && w.base + g >= rows.sn.lo && w.base + g + KT - 1u <= rows.first;
-    if (whole || (VARIANT & 4u) != 0u) {
+    if (whole) {
         return select(0u, 0xffffu, valid);
     }
     var bits = 0u;
@@ -455,28 +340,15 @@ fn unseen(w: Work, g: u32, rows: Rows) -> bool {
     return w.base + g > rows.last || before || rows.last < rows.first;
 }
 
-// TURN: step i's key of the lane's 16, from its own first (i + q) mod 16, so that the
-// lanes' reads of s_sh (rows of 32 scores: one bank per key) fall in different banks.
-fn turn(w: Work, i: u32) -> u32 {
-    if (TURN) {
-        return (i + w.q) % 16u;
-    }
-    return i;
-}
-
 // The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
 // scores from `at`), its query's over both halves of the tile.
 fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
-    if ((VARIANT & 8192u) != 0u) {
-        return Soft(top, e, 0.0);
-    }
     let ej = 32u * w.sg + w.half;
-    for (var i = 0u; i < 16u; i = i + 1u) {
-        let j = turn(w, i);
+    for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
-            top = max(top, score(at, j) * ks);
+            top = max(top, s_sh[at + j] * ks);
             e = min(e, e_sh[ej + j]);
         }
     }
@@ -492,14 +364,10 @@ fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
     let ej = 32u * w.sg + w.half;
     let scale = soft.e + VB;
     var sum = 0.0;
-    if ((VARIANT & 8192u) != 0u) {
-        return sum;
-    }
-    for (var i = 0u; i < 16u; i = i + 1u) {
-        let j = turn(w, i);
+    for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
-        if ((bits >> j & 1u) != 0u && (VARIANT & 4u) == 0u) {
-            let wt = exp(score(at, j) * ks - soft.m);
+        if ((bits >> j & 1u) != 0u) {
+            let wt = exp(s_sh[at + j] * ks - soft.m);
             sum += wt;
             pw = wt * pow2(scale - e_sh[ej + j]);
         }
@@ -510,44 +378,31 @@ fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
     return sum;
 }
 
-// The value sums of dims 16 n … 16 n + 15 plus the tile's weights times its values (their
-// tile of dims 0–15 at vt).
-fn value_sums(acc: Acc, pw: Weights, w: Work, vt: u32, n: u32) -> Acc {
-    if ((VARIANT & 1u) != 0u) {
-        return acc;
-    }
-    if (STAGE) {
-        let m = d16();
-        let bh0 = coopLoadT<FragB>(&kv_sh[256u * n], 16u);
-        let bh1 = coopLoadT<FragB>(&kv_sh[256u * (m + n)], 16u);
-        let bl0 = coopLoadT<FragB>(&kv_sh[256u * (2u * m + n)], 16u);
-        let bl1 = coopLoadT<FragB>(&kv_sh[256u * (3u * m + n)], 16u);
-        return mma3(pw.h1, pw.l1, bh1, bl1, mma3(pw.h0, pw.l0, bh0, bl0, acc));
-    }
-    let first = 2u * w.part + kv_tile(w.len, w.c, 0u, 0u);
-    let t0 = select(vt, first, (VARIANT & 64u) != 0u) + 256u * n;
-    let t1 = t0 + 16u * p.d;
-    let bh0 = coopLoadT<FragB>(&kv[t0], 16u);
-    let bl0 = coopLoadT<FragB>(&kv[w.part + t0], 16u);
-    let bh1 = coopLoadT<FragB>(&kv[t1], 16u);
-    let bl1 = coopLoadT<FragB>(&kv[w.part + t1], 16u);
+// The value sums of dims 16 n … 16 n + 15 plus the tile's weights times its values (staged
+// in kv_sh).
+fn value_sums(acc: Acc, pw: Weights, n: u32) -> Acc {
+    let m = d16();
+    let bh0 = coopLoadT<FragB>(&kv_sh[256u * n], 16u);
+    let bh1 = coopLoadT<FragB>(&kv_sh[256u * (m + n)], 16u);
+    let bl0 = coopLoadT<FragB>(&kv_sh[256u * (2u * m + n)], 16u);
+    let bl1 = coopLoadT<FragB>(&kv_sh[256u * (3u * m + n)], 16u);
     return mma3(pw.h1, pw.l1, bh1, bl1, mma3(pw.h0, pw.l0, bh0, bl0, acc));
 }
 
 // The sums times each query's factor (lane l's query's in `f`), through the subgroup's
-// o_sh.
+// region of s_sh.
 fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
     let at = 512u * w.sg;
     let stride = 16u;
     let t = acc;
-    coopStoreT(t, &o_sh[at], stride);
+    coopStoreT(t, &s_sh[at], stride);
     subgroupBarrier();
     let mine = at + w.q * 16u + 8u * (lane % 2u);
     for (var i = 0u; i < 8u; i = i + 1u) {
-        o_sh[mine + i] *= f;
+        s_sh[mine + i] *= f;
     }
     subgroupBarrier();
-    let r = coopLoadT<Acc>(&o_sh[at], stride);
+    let r = coopLoadT<Acc>(&s_sh[at], stride);
     subgroupBarrier();
     return r;
 }
@@ -568,14 +423,14 @@ fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
     let fq = 16u * w.sg;
     let stride = 16u;
     let t = acc;
-    coopStoreT(t, &o_sh[at], stride);
+    coopStoreT(t, &s_sh[at], stride);
     subgroupBarrier();
     if (p.direct != 0u) {
         let r = o.r0 + w.q / GROUP;
         if (r <= o.last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
                 let dim = 8u * (lane % 2u) + i;
-                let v = o_sh[at + w.q * 16u + dim] * f_sh[fq + w.q];
+                let v = s_sh[at + w.q * 16u + dim] * f_sh[fq + w.q];
                 gate_one(r, w.c, w.q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
             }
         }
@@ -588,7 +443,7 @@ fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
                 var v: vec4<f32>;
                 for (var h = 0u; h < GROUP; h = h + 1u) {
                     let q = GROUP * row + h;
-                    v[h] = o_sh[at + q * 16u + dim] * f_sh[fq + q];
+                    v[h] = s_sh[at + q * 16u + dim] * f_sh[fq + q];
                 }
                 part[o.base + row * o.step + 2u + 16u * n + dim] = v;
             }
@@ -647,30 +502,30 @@ fn sums_rescaled(s: Sums, w: Work, lane: u32, f: f32) -> Sums {
 }
 
 // Every sum plus the tile's weights times its values (`value_sums`).
-fn sums_added(s: Sums, pw: Weights, w: Work, vt: u32) -> Sums {
+fn sums_added(s: Sums, pw: Weights) -> Sums {
     let n = d16();
     var r = s;
-    r.o0 = value_sums(s.o0, pw, w, vt, 0u);
+    r.o0 = value_sums(s.o0, pw, 0u);
     if (n > 1u) {
-        r.o1 = value_sums(s.o1, pw, w, vt, 1u);
+        r.o1 = value_sums(s.o1, pw, 1u);
     }
     if (n > 2u) {
-        r.o2 = value_sums(s.o2, pw, w, vt, 2u);
+        r.o2 = value_sums(s.o2, pw, 2u);
     }
     if (n > 3u) {
-        r.o3 = value_sums(s.o3, pw, w, vt, 3u);
+        r.o3 = value_sums(s.o3, pw, 3u);
     }
     if (n > 4u) {
-        r.o4 = value_sums(s.o4, pw, w, vt, 4u);
+        r.o4 = value_sums(s.o4, pw, 4u);
     }
     if (n > 5u) {
-        r.o5 = value_sums(s.o5, pw, w, vt, 5u);
+        r.o5 = value_sums(s.o5, pw, 5u);
     }
     if (n > 6u) {
-        r.o6 = value_sums(s.o6, pw, w, vt, 6u);
+        r.o6 = value_sums(s.o6, pw, 6u);
     }
     if (n > 7u) {
-        r.o7 = value_sums(s.o7, pw, w, vt, 7u);
+        r.o7 = value_sums(s.o7, pw, 7u);
     }
     return r;
 }
@@ -783,66 +638,41 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let sn = seen(pos);
     let rows_last = p.pos0 + min(r0 + BR - 1u, last);
     let rows = Rows(p.pos0 + r0, rows_last, seen(rows_last));
-    // The rows whose tiles none sees are skipped: the subgroup's, or (STAGE, whose
-    // subgroups meet at every tile) the block's.
-    var skip = rows;
-    if (STAGE) {
-        skip = Rows(p.pos0 + b0, p.pos0 + last, seen(p.pos0 + last));
-    }
+    // The tiles no row of the block sees are skipped (its subgroups meet at every tile).
+    let skip = Rows(p.pos0 + b0, p.pos0 + last, seen(p.pos0 + last));
     let rows16 = (p.rows + 15u) / 16u * 16u;
     let queries = GROUP * p.kv_heads * rows16;
     let qa = (c * rows16 + r0) * GROUP * p.d;
     let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
     let part_len = p.kv_heads * s.len * p.d;
-    let w = Work(c, s.base, qa, queries * p.d, s.len, part_len, sg, q, 16u * (lane % 2u));
+    let w = Work(c, s.base, qa, queries * p.d, part_len, sg, q, 16u * (lane % 2u));
     let at = 512u * sg + q * KT + w.half;
     let zero = zero_acc(w, lane);
     var sums = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
     let qf = query(w);
-    let none = coopLoad<FragB>(&kv_sh[0], 16u);
-    // NEXT: the keys' fragments read for the tile from keys_at.
-    var keys = Staged(none, none, none, none, none, none, none, none);
-    var keys_at = hi;
     for (var g = lo / KT * KT; g < hi; g = g + KT) {
         if (unseen(w, g, skip)) {
             continue;
         }
         // The tile's e_j, stored after its scores so that the read waits behind them.
         let ej = kv[4u * part_len + c * s.len + g + lane];
-        if (NEXT) {
-            if (keys_at != g) {
-                keys = fetch_all(w, kv_tile(s.len, c, g, 0u));
-            }
-            put_staged(keys, w);
-        } else if (STAGE) {
-            stage(w, kv_tile(s.len, c, g, 0u));
-        }
-        scores(w, g, zero, qf);
+        stage(w, kv_tile(s.len, c, g, 0u));
+        scores(w, zero, qf);
         e_sh[32u * sg + lane] = i32(f32(ej));
-        let vt = 2u * part_len + kv_tile(s.len, c, g, 0u);
-        let ahead = fetch(w, vt, none);
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
         subgroupBarrier();
         let r = risen(soft, tile_top(w, at, bits, ks));
         soft = r.soft;
         soft.l += weigh(w, at, bits, ks, soft);
         subgroupBarrier();
-        // The sums rescaled through o_sh, which the weights no longer read.
+        // The sums rescaled through s_sh, which the weights no longer read.
         if (r.rescale && started) {
             sums = sums_rescaled(sums, w, lane, r.f);
         }
-        if (AHEAD) {
-            put_staged(ahead, w);
-        } else if (STAGE) {
-            stage(w, vt);
-        }
-        if (NEXT && g + KT < hi) {
-            keys = fetch_all(w, kv_tile(s.len, c, g + KT, 0u));
-            keys_at = g + KT;
-        }
-        sums = sums_added(sums, weights(w), w, vt);
+        stage(w, 2u * part_len + kv_tile(s.len, c, g, 0u));
+        sums = sums_added(sums, weights(w));
         started = true;
     }
     finish(sums, soft, w, lane, ch, r0, last);

@@ -62,9 +62,10 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
             };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
             // And f16 projections in the other order (rows, or tiles without tensor cores),
-            // with a prompt's attention on the tensor cores where the defaults leave it off.
+            // with a prompt's attention on the tensor cores at every head's dims (the
+            // defaults' from 128 only).
             let o = first.kernels.options;
-            let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes);
+            let attend_coop = o.attend_coop_fits(first.caps.workgroup_bytes).then_some(16);
             // q8_0 prompts copied for the tensor cores in slices of 64 rows; rows wider than
             // 1,024 with the residual in its own dispatch where the defaults fuse them.
             let q8_copy_bytes = 0;
