@@ -392,14 +392,7 @@ impl Options {
             q8_coop: std::env::var("DORY_WGPU_Q8_COOP").map_or(true, |v| v != "0"),
             q8_copy_bytes: 64 << 20,
             attend_rows: std::env::var("DORY_WGPU_ATTEND_ROWS").map_or(true, |v| v != "0"),
-            // From 128 dims: on an H100 the larger config's pp512 at depth 4096 ran 1.11×
-            // attend_rows.wgsl's speed, dory-tiny's (64 dims) 0.89×
-            // (bench/logs/h200-2026-12-07e/call-2, call-5).
-            attend_coop: match std::env::var("DORY_WGPU_ATTEND_COOP").as_deref() {
-                Ok("0") => None,
-                Ok("1") => Some(16),
-                _ => Some(crate::ops::attend::COOP_D),
-            },
+            attend_coop: attend_coop_from_env(),
             exit_on_device: std::env::var("DORY_WGPU_EXIT").map_or(true, |v| v != "host"),
             recent: numbers("DORY_WGPU_GATE")
                 .and_then(|n| n.first().copied())
@@ -579,6 +572,18 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
     }
     all.dedup();
     all
+}
+
+/// The fewest head dims a prompt's attention takes the tensor cores at: 128 by default (on
+/// an H100 the larger config's pp512 at depth 4096 ran 1.11× attend_rows.wgsl's speed,
+/// dory-tiny's at 64 dims 0.89×: bench/logs/h200-2026-12-07e/call-2, call-5),
+/// DORY_WGPU_ATTEND_COOP=1 any, =0 none.
+fn attend_coop_from_env() -> Option<usize> {
+    match std::env::var("DORY_WGPU_ATTEND_COOP").as_deref() {
+        Ok("0") => None,
+        Ok("1") => Some(16),
+        _ => Some(crate::ops::attend::COOP_D),
+    }
 }
 
 /// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 34,048 bytes, and the
