@@ -14,8 +14,8 @@ grep -E "test result|panicked|FAILED" $OUT/a/gpu-tests.log | head -20
 for round in 1 2; do
     bench_run coop-4096 $dory $large 4096 exact none 512 1 1 120
     (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-4096 $dory $large 4096 exact none 512 1 1 120)
-    bench_run coop-0 $dory $large 0 exact none 512 64 3 120
-    (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-0 $dory $large 0 exact none 512 64 3 120)
+    bench_run coop-0 $dory $large 0 exact none 512 64 2 120
+    (export DORY_WGPU_ATTEND_COOP=0; bench_run rows-0 $dory $large 0 exact none 512 64 2 120)
 done
 bench_run tiny $dory models/dory-tiny 0 exact none 512 128 3 120
 for c in 1 0; do
