@@ -656,7 +656,8 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (unseen(w, g, skip)) {
             continue;
         }
-        // The tile's e_j, stored after its scores so that the read waits behind them.
+        // The tile's e_j, read before the keys are copied and stored after the scores, so
+        // that its wait hides behind them.
         let ej = kv[4u * part_len + c * s.len + g + lane];
         stage(w, kv_tile(s.len, c, g, 0u));
         scores(w, zero, qf);
