@@ -383,6 +383,23 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_takes_the_tensor_cores_from_the_heads_dims_asked_for() {
+        use crate::kernels::Reduce;
+        let full = Slots { sinks: 0, cap: 0, window: 0 };
+        let o = Options { attend_coop: Some(COOP_D), ..Options::new(Reduce::Subgroup, true, 49152) };
+        // The defaults' heads of 128 dims; any whole tiles of 16 when asked; never a decoded
+        // row's, nor a layer's with sinks.
+        assert!(on_tensor_cores(&o, 128, 512, false, full));
+        assert!(!on_tensor_cores(&o, 64, 512, false, full), "dory-tiny's heads stay on attend_rows");
+        assert!(!on_tensor_cores(&o, 128, 1, true, full), "a decoded row");
+        assert!(!on_tensor_cores(&o, 128, 512, false, Slots { sinks: 4, ..full }), "a sealed layer");
+        let any = Options { attend_coop: Some(16), ..o };
+        assert!(on_tensor_cores(&any, 64, 512, false, full));
+        assert!(!on_tensor_cores(&any, 72, 512, false, full), "not whole tiles of 16 dims");
+        assert!(!on_tensor_cores(&Options { attend_coop: None, ..o }, 128, 512, false, full));
+    }
+
+    #[test]
     fn a_prompts_blocks_walk_whole_tiles() {
         // pp512 at depth 0 (a walk of 527 keys, 32 blocks) → (per, chunks): dory-tiny's
         // 2 KV heads, the larger config's 4; at depth 4096 a last chunk of 15 keys.
