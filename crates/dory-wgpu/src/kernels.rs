@@ -575,8 +575,8 @@ pub fn kernel_shapes(base: Options, workgroup_bytes: u32) -> Vec<Options> {
 }
 
 /// The fewest head dims a prompt's attention takes the tensor cores at: 128 by default (on
-/// an H100 the larger config's pp512 at depth 4096 ran 1.11× attend_rows.wgsl's speed,
-/// dory-tiny's at 64 dims 0.89×: bench/logs/h200-2026-12-07e/call-2, call-5),
+/// an H100 the larger config's pp512 at depth 4096 ran 1.13× attend_rows.wgsl's speed,
+/// bench/logs/h200-2026-12-07f/call-1; dory-tiny's at 64 dims 0.89×, h200-2026-12-07e/call-2),
 /// DORY_WGPU_ATTEND_COOP=1 any, =0 none.
 fn attend_coop_from_env() -> Option<usize> {
     match std::env::var("DORY_WGPU_ATTEND_COOP").as_deref() {
