@@ -38,7 +38,8 @@ fn option_sets() -> Vec<Options> {
     for o in dory_wgpu::kernels::kernel_shapes(Options::new(Reduce::Subgroup, true, 49152), 49152) {
         all.push(o);
     }
-    // A prompt's attention on the tensor cores (off by default).
+    // A prompt's attention on the tensor cores at any head's dims (the defaults' from 128,
+    // none under DORY_WGPU_ATTEND_COOP=0).
     all.push(Options { attend_coop: Some(16), ..Options::new(Reduce::Subgroup, true, 49152) });
     // A fixed subgroup size, as NVIDIA's (32) and lavapipe's (8) adapters report.
     for subgroup in [32, 8] {

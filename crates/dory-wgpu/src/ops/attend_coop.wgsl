@@ -659,7 +659,8 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         // The tile's e_j, read before the keys are copied and stored after the scores, so
         // that its wait hides behind them.
         let ej = kv[4u * part_len + c * s.len + g + lane];
-        stage(w, kv_tile(s.len, c, g, 0u));
+        let keys = kv_tile(s.len, c, g, 0u);
+        stage(w, keys);
         scores(w, zero, qf);
         e_sh[32u * sg + lane] = i32(f32(ej));
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
@@ -672,7 +673,8 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (r.rescale && started) {
             sums = sums_rescaled(sums, w, lane, r.f);
         }
-        stage(w, 2u * part_len + kv_tile(s.len, c, g, 0u));
+        // The values' parts follow the keys' two.
+        stage(w, 2u * part_len + keys);
         sums = sums_added(sums, weights(w));
         started = true;
     }
