@@ -567,6 +567,19 @@ impl Backend for Wgpu {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
+        } else if let Some(m_scale) = l.glu_scale.filter(|&s| matmul::glu_parts(rec, (w, &l.down), rows, Some(s))) {
+            // On the tensor cores gate|up's epilogue cuts down's parts (and the residual x's,
+            // where the options fuse its split).
+            let (alpha, eps) = (l.alpha(Part::Attn), model.config.eps);
+            let input = if matmul::residual_splits(rec, w, rows) {
+                Input::Residual { o: &o.store, alpha, h_next: &h.store, eps }
+            } else {
+                self.residual(layer, Part::Attn, h, o, rows);
+                Input::Plain
+            };
+            self.rec.begin_op();
+            let (x, out) = (&h.store, &o.store);
+            return matmul::mlp(&mut self.rec, (w, &l.down), x, out, rows, input, (&l.mlp_scales, m_scale));
         } else {
             // The residual with gate|up (gemv1's prologue, or its own dispatch), SwiGLU with down.
             self.residual_project((layer, Part::Attn), h, o, Mat::GateUp(layer), gu, rows);

@@ -107,7 +107,10 @@ pub const MODULES: &[Module] = &[
             &[Lib::Glu, Lib::Hi, Lib::Parts, Lib::Chunks, Lib::Join],
         )
     },
-    Module { coop: true, ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[]) },
+    Module {
+        coop: true,
+        ..module("gemm_coop", include_str!("ops/gemm_coop.wgsl"), matmul::CoopParams::FIELDS, &[Lib::Hi])
+    },
     module("q8_tiles", include_str!("ops/q8_tiles.wgsl"), matmul::Q8TileParams::FIELDS, &[Lib::Dtype, Lib::Hi]),
     module("embed", include_str!("ops/embed.wgsl"), embed::Params::FIELDS, &[Lib::Dtype]),
     module("mix", include_str!("ops/mix.wgsl"), mix::Params::FIELDS, &[Lib::Ngpt, Lib::InPlace]),
@@ -266,6 +269,9 @@ pub struct Options {
     pub residual_max_k: usize,
     /// A prompt's residual before a tensor-core projection cuts x's parts for it.
     pub fuse_split: bool,
+    /// A prompt's gate|up on the tensor cores forms SwiGLU on the way out and cuts it into
+    /// the down projection's parts (matmul.rs's `glu_parts`).
+    pub fuse_glu: bool,
     /// Split attention joined by the out projection: a decoded row's (on the way in to
     /// `gemv.wgsl`) where its partials are at most this many bytes, a prompt's on the tensor
     /// cores (in `split.wgsl`); 0: neither.
@@ -337,7 +343,7 @@ impl Options {
     /// DORY_WGPU_COOP_LO=0 (x's lo part dropped, to
     /// measure its worth), DORY_WGPU_Q8_COOP=0 (q8_0 prompts on the plain GEMM),
     /// DORY_WGPU_COOP_SLICES=TARGET,STEPS[,MOST] (`Slicing`; TARGET 0: none),
-    /// DORY_WGPU_FUSE=prep,residual,split,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
+    /// DORY_WGPU_FUSE=prep,residual,edge,enter,split,glu,combine (or 0: none; by default all), DORY_WGPU_COMBINE_BYTES=N (the most partials the out projection
     /// joins), DORY_WGPU_RESIDUAL_K=N (the widest row whose residual the next projection
     /// forms), DORY_WGPU_GEMV_BANDS=PER[,FROM] (`Bands`), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
@@ -376,6 +382,7 @@ impl Options {
             fuse_edge: true,
             fuse_enter: true,
             fuse_split: true,
+            fuse_glu: true,
             // Two: the larger config's decode +5.5–6 % on the H100 at depths 0, 4096 and
             // 32768 (O(1)), three +2–3 % (bench/logs/h200-2026-12-06f/call-1).
             gemv_bands: Bands { per: 2, from: crate::ops::matmul::MANY_BANDS },
@@ -470,6 +477,7 @@ impl Options {
             self.fuse_edge = v.contains("edge");
             self.fuse_enter = v.contains("enter");
             self.fuse_split = v.contains("split");
+            self.fuse_glu = v.contains("glu");
             if !v.contains("combine") {
                 self.combine_bytes = 0;
             }
@@ -612,9 +620,11 @@ pub struct Coop {
     pub split_combine: KernelId,
     /// The nGPT residual that also cuts the new h into parts (no split after it).
     pub residual_split: KernelId,
-    pub gemm: [KernelId; 2],
+    /// [plain, scaled, gate|up with SwiGLU formed on the way out into the down
+    /// projection's parts (`matmul::glu_parts`)]
+    pub gemm: [KernelId; 3],
     /// `gemm` in 2 and 4 slices (`Slicing`; where the device has the workgroup memory).
-    pub sliced: [[KernelId; 2]; 2],
+    pub sliced: [[KernelId; 3]; 2],
 }
 
 /// Every pipeline the ops use, and which one each op takes. Weight-reading kernels come in
@@ -776,11 +786,14 @@ fn plan_coop(b: &mut Planner, options: Options) -> Coop {
     let (wm, wn) = options.coop_tile;
     let unroll = ("UNROLL", f64::from(options.coop_unroll));
     let c = [("WM", f64::from(wm)), ("WN", f64::from(wn)), unroll];
-    let gemm = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+    let glu = ("GLU", 1.0);
+    let [plain, scaled] = ["gemm_coop", "gemm_coop_scaled"].map(|e| b.add("gemm_coop", e, &c));
+    let gemm = [plain, scaled, b.add("gemm_coop", "gemm_glu", &[&c[..], &[glu]].concat())];
     let mut sliced = [gemm; 2];
     for (i, n) in [2, 4].into_iter().enumerate().filter(|&(_, n)| n <= options.coop_slicing.most) {
         let c = [unroll, ("SLICES", f64::from(n))];
-        sliced[i] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
+        let [plain, scaled] = ["gemm_sliced", "gemm_sliced_scaled"].map(|e| b.add("gemm_coop", e, &c));
+        sliced[i] = [plain, scaled, b.add("gemm_coop", "gemm_sliced_glu", &[&c[..], &[glu]].concat())];
     }
     let lo = ("LO", f64::from(u8::from(options.coop_lo)));
     let split = b.add("split", "split", &[lo]);

@@ -77,6 +77,9 @@ pub struct LayerWeights {
     pub attn_alpha: Arc<Store>,
     pub mlp_scales: Arc<Store>, // [gate_scale | up_scale], 2F
     pub mlp_alpha: Arc<Store>,
+    /// What a prompt's m = SwiGLU is cut into parts with on the tensor cores (`glu_scale`),
+    /// where gate|up is held for them in f16.
+    pub glu_scale: Option<f32>,
 }
 
 impl LayerWeights {
@@ -290,6 +293,33 @@ fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
     Some((halves, shift))
 }
 
+/// The power of two a layer's m = silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) is cut into f16
+/// parts with (gemm_coop.wgsl's GLU), from a bound on |m| over every input x of norm at most
+/// 1 (spec §4: the MLP reads h, a unit row): |g_j| ≤ ‖gate_j‖, |silu(a)| ≤ max(|a|, 0.28),
+/// |u_j| ≤ ‖up_j‖, so |m_j| ≤ max(‖gate_j‖ |gate_scale_j|, 0.28) · ‖up_j‖ |up_scale_j| ≤ B,
+/// and 2^e ≥ B gives the scale 2^(12 − e): m within 2¹² (2⁴ inside f16's range, for the
+/// sums' rounding), its parts as precise as a row's own maximum would make them unless B is
+/// 2¹⁵ times looser than the row (parts.wgsl). None where B is not finite.
+pub fn glu_scale([gate, up]: [TensorView; 2], [gate_scale, up_scale]: [&[f32]; 2]) -> Option<f32> {
+    let norms = |t: &TensorView| -> Vec<f64> {
+        let k = t.shape[1];
+        let row = |bytes| TensorView { bytes, ..*t }.to_f32().iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
+        t.bytes.par_chunks(k * t.dtype.size()).map(row).collect()
+    };
+    let (g, u) = (norms(&gate), norms(&up));
+    let bound = g
+        .iter()
+        .zip(&u)
+        .zip(gate_scale.iter().zip(up_scale))
+        .map(|((g, u), (gs, us))| (g * f64::from(gs.abs())).max(0.28) * u * f64::from(us.abs()))
+        .fold(0.0, f64::max);
+    if !bound.is_finite() {
+        return None;
+    }
+    let e = bound.log2().ceil().clamp(-100.0, 100.0) as i32;
+    Some(2f32.powi(12 - e))
+}
+
 fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc<Store>> {
     Store::with_data(dev, bytemuck::cast_slice(&t.to_f32()), name)
 }
@@ -328,10 +358,15 @@ impl GpuModel {
                     matrix(&format!("layers.{i}.{name}"), &names, true)
                 };
                 let v = |n: &str| upload_vector(d, &format!("layers.{i}.{n}"), t(n));
+                let gate_up = m("mlp.gate_up", &["mlp.gate", "mlp.up"])?;
+                let glu_scale = gate_up.coop.then(|| {
+                    let scales = ["mlp.gate_scale", "mlp.up_scale"].map(|n| t(n).to_f32());
+                    glu_scale([t("mlp.gate"), t("mlp.up")], [&scales[0], &scales[1]])
+                });
                 Ok(LayerWeights {
                     qkvg: m("attn.qkvg", &["attn.q", "attn.k", "attn.v", "attn.gate"])?,
                     out: m("attn.out", &["attn.out"])?,
-                    gate_up: m("mlp.gate_up", &["mlp.gate", "mlp.up"])?,
+                    gate_up,
                     down: m("mlp.down", &["mlp.down"])?,
                     q_scale: v("attn.q_scale")?,
                     gate_scale: v("attn.gate_scale")?,
@@ -342,6 +377,7 @@ impl GpuModel {
                         &format!("layers.{i}.mlp.gate_scale|up_scale"),
                     )?,
                     mlp_alpha: v("mlp.alpha")?,
+                    glu_scale: glu_scale.flatten(),
                 })
             })
             .collect::<dory::Result<Vec<_>>>()?;
@@ -448,5 +484,40 @@ mod tests {
         }
         let zeros = bf16_bytes(&[0.0; 8]);
         assert_eq!(bf16_as_f16(&[TensorView { dtype: DType::BF16, shape: &[1, 8], bytes: &zeros }]).unwrap().1, 0);
+    }
+
+    #[test]
+    fn glu_scale_keeps_every_m_of_a_unit_row_within_2_to_the_12() {
+        // gate and up of 24 rows of 40 inputs, one gate row 30× the rest (the bound's
+        // largest), against many unit rows x, the worst of them x along that row.
+        let (f, k) = (24usize, 40usize);
+        let mut gate = dory::testing::rand_vec(f * k, 5);
+        gate[7 * k..8 * k].iter_mut().for_each(|v| *v *= 30.0);
+        let up = dory::testing::rand_vec(f * k, 6);
+        let (gs, us) = (dory::testing::rand_vec(f, 7), dory::testing::rand_vec(f, 8));
+        let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let (gb, ub) = (bytes(&gate), bytes(&up));
+        let view = |b| TensorView { dtype: DType::F32, shape: &[24, 40], bytes: b };
+        let s = glu_scale([view(&gb), view(&ub)], [&gs, &us]).expect("a finite bound");
+        assert_eq!(s, 2f32.powi(s.log2().round() as i32), "a power of two");
+        let unit = |mut x: Vec<f32>| {
+            let n = x.iter().map(|v| v * v).sum::<f32>().sqrt();
+            x.iter_mut().for_each(|v| *v /= n);
+            x
+        };
+        let mut most = 0f32;
+        let xs = (0..200).map(|seed| unit(dory::testing::rand_vec(k, 100 + seed)));
+        for x in xs.chain([unit(gate[7 * k..8 * k].to_vec()), unit(up[7 * k..8 * k].to_vec())]) {
+            for j in 0..f {
+                let dot = |w: &[f32]| w[j * k..][..k].iter().zip(&x).map(|(a, b)| a * b).sum::<f32>();
+                let (g, u) = (dot(&gate) * gs[j], dot(&up) * us[j]);
+                most = most.max((g / (1.0 + (-g).exp()) * u * s).abs());
+            }
+        }
+        assert!(most <= 4096.0, "|m| · s reaches {most}");
+        // Not loose beyond the bound's own slack: the worst m lands within 2⁴ of 2¹².
+        assert!(most >= 256.0, "|m| · s only {most}");
+        let inf = bytes(&[f32::INFINITY; 24 * 40]);
+        assert!(glu_scale([view(&inf), view(&ub)], [&gs, &us]).is_none());
     }
 }

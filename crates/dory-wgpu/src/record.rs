@@ -134,6 +134,14 @@ struct Cached {
     stores: Vec<Arc<Store>>,
 }
 
+/// Which pair of the tensor-core GEMM's split buffers (`Recorder::split_buffers`): a
+/// product's x, or the down projection's m, which gate|up cuts while it reads its x.
+#[derive(Clone, Copy, Debug)]
+pub enum Split {
+    X,
+    Glu,
+}
+
 pub struct Recorder {
     dev: Arc<GpuDevice>,
     cmds: Vec<Cmd>,
@@ -141,9 +149,10 @@ pub struct Recorder {
     uploads: Vec<u32>,
     upload: Option<Arc<Store>>,
     /// The tensor-core GEMM's scratch, each reused or grown (`scratch`): x's f16 parts and
-    /// row scales (`split_buffers`), the sliced GEMM's per-slice sums (`join_buffer`).
-    parts: Option<Arc<Store>>,
-    scales: Option<Arc<Store>>,
+    /// row scales (`split_buffers`), two pairs of them (`Split`), the sliced GEMM's
+    /// per-slice sums (`join_buffer`).
+    parts: [Option<Arc<Store>>; 2],
+    scales: [Option<Arc<Store>>; 2],
     join: Option<Arc<Store>>,
     /// A slice of a q8_0 matrix's rows in f16, for the tensor cores (`q8_copy_buffer`).
     q8_copy: Option<Arc<Store>>,
@@ -257,8 +266,8 @@ impl Recorder {
             max_groups: dev.device.limits().max_compute_workgroups_per_dimension,
             sweep_at: 256,
             staging: None,
-            parts: None,
-            scales: None,
+            parts: [None, None],
+            scales: [None, None],
             join: None,
             q8_copy: None,
             none: Store::new(&dev, 16, "unused")?,
@@ -346,11 +355,13 @@ impl Recorder {
 
     /// Buffers of at least `parts` and `scales` bytes for x's f16 parts and row scales
     /// (matmul.rs), shared by every GEMM on the tensor cores: each splits its x and reads
-    /// it before the next dispatch writes them again.
-    pub fn split_buffers(&mut self, parts: u64, scales: u64) -> dory::Result<(Arc<Store>, Arc<Store>)> {
+    /// it before the next dispatch writes them again; `Split::Glu`'s are written by a
+    /// gate|up product while it reads the others.
+    pub fn split_buffers(&mut self, which: Split, parts: u64, scales: u64) -> dory::Result<(Arc<Store>, Arc<Store>)> {
+        let i = which as usize;
         Ok((
-            scratch(&self.dev, &mut self.parts, parts, "the tensor-core GEMM's f16 parts of x")?,
-            scratch(&self.dev, &mut self.scales, scales, "the tensor-core GEMM's row scales")?,
+            scratch(&self.dev, &mut self.parts[i], parts, "the tensor-core GEMM's f16 parts of x")?,
+            scratch(&self.dev, &mut self.scales[i], scales, "the tensor-core GEMM's row scales")?,
         ))
     }
 

@@ -19,6 +19,10 @@
 // fragment more but halved the blocks; with W in tiles it lost on every product of both
 // models: bench/logs/h200-2026-12-02e/call-5.)
 //
+// With GLU (`gemm_glu`, `gemm_sliced_glu`) W is gate|up and a block's four tiles of columns
+// are the gate's and the up's of 32 columns of m in turn, so that the epilogue forms m =
+// SwiGLU and cuts it into the down projection's parts in place of writing out.
+//
 // Where the blocks are too few to fill the card, `gemm_sliced` gives each 32 × 64 block a
 // workgroup of SLICES subgroups, each a slice of the inputs, whose sums meet in a buffer of
 // the block's own (`join_slices`): a lone subgroup's chain of loads and products is what a
@@ -56,6 +60,8 @@ override WN: u32 = 2u;
 override UNROLL: u32 = 1u;
 // Subgroups sharing a block in `gemm_sliced` (each a slice of the inputs).
 override SLICES: u32 = 2u;
+// 1: gate|up with SwiGLU formed on the way out (`gemm_glu`, `gemm_sliced_glu`).
+override GLU: u32 = 0u;
 
 // The parameters `p`: matmul.rs's `CoopParams` (kernels.rs declares their `struct P`).
 
@@ -68,12 +74,21 @@ override SLICES: u32 = 2u;
 // A 16 × 16 tile per subgroup on its way out (and, first, the tile of zeros the
 // accumulators start from: a matrix declared without a value came out as garbage on the
 // H200's driver).
-var<workgroup> c_sh: array<f32, 256u * WM * WN>;
+// (GLU: two, a gate tile and its up tile.)
+var<workgroup> c_sh: array<f32, 256u * (1u + GLU) * WM * WN>;
 
 // `gemm_sliced`: the tile of zeros its accumulators start from.
 var<workgroup> s_sh: array<f32, 256>;
 // `gemm_sliced`: every slice's block of sums, block by block ([block][SLICES][2048]).
 @group(0) @binding(5) var<storage, read_write> sums: array<f32>;
+
+// GLU: m = silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x · Wᵀ cut into the down
+// projection's parts as split.wgsl would (parts.wgsl's layout, two halves to a u32, the lo
+// part from half p.m_lo on), each row times p.m_scale, a power of two that keeps |m| within
+// 2¹² by a bound on every m the weights allow (model.rs's `glu_scale`), so that the parts
+// need no maximum of the row; `minv` takes its inverse for each row.
+@group(0) @binding(6) var<storage, read_write> mparts: array<u32>;
+@group(0) @binding(7) var<storage, read_write> minv: array<f32>;
 
 alias FragA = coop_mat16x16<f16, A>;
 alias FragB = coop_mat16x16<f16, B>;
@@ -147,8 +162,15 @@ fn load_a(rows: u32, k: u32) -> FragA {
     return coopLoadT<FragA>(&xa[rows + 16u * k], stride);
 }
 
-// Where the bands of the four 16-column tiles from j0 on start (w_at).
+// Where the bands of the four 16-column tiles from j0 on start (w_at); with GLU, of the
+// gate's and the up's tiles of the 32 columns of m from j0 / 2 on, in turn (W is [gate |
+// up], f = p.rows_w / 2 rows each, whole bands: matmul.rs's `glu_parts`).
 fn w_bands(j0: u32) -> vec4<u32> {
+    if (GLU == 1u) {
+        let j = j0 / 2u;
+        let f = p.rows_w / 2u;
+        return vec4<u32>(w_at(j), w_at(f + j), w_at(j + 16u), w_at(f + j + 16u));
+    }
     return vec4<u32>(w_at(j0), w_at(j0 + 16u), w_at(j0 + 32u), w_at(j0 + 48u));
 }
 
@@ -188,12 +210,12 @@ fn stash(t: Acc, at: u32, slice: u32, i: u32) {
     coopStoreT(t, &sums[to], stride);
 }
 
-// The block at (r0, j0) as the sum of every slice's, through its region of `sums` (the
-// header says why not workgroup memory).
-fn join_slices(
+// Every slice's block at (r0, j0) into its region of `sums` (the header says why not
+// workgroup memory), whose start it returns once all are there.
+fn stash_block(
     t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
-    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
-) {
+    slice: u32, r0: u32, j0: u32,
+) -> u32 {
     let at = ((r0 / 32u) * ((p.rows_w + 63u) / 64u) + j0 / 64u) * SLICES * 2048u;
     stash(t00, at, slice, 0u);
     stash(t01, at, slice, 1u);
@@ -205,14 +227,28 @@ fn join_slices(
     stash(t13, at, slice, 7u);
     storageBarrier();
     workgroupBarrier();
+    return at;
+}
+
+// Element e of the block whose slices' sums start at `at`, summed.
+fn slices_sum(at: u32, e: u32) -> f32 {
+    var sum = 0.0;
+    for (var s = 0u; s < SLICES; s = s + 1u) {
+        sum = sum + sums[at + 2048u * s + e];
+    }
+    return sum;
+}
+
+// The block at (r0, j0) as the sum of every slice's.
+fn join_slices(
+    t00: Acc, t01: Acc, t02: Acc, t03: Acc, t10: Acc, t11: Acc, t12: Acc, t13: Acc,
+    slice: u32, lid: u32, r0: u32, j0: u32, scaled: bool,
+) {
+    let at = stash_block(t00, t01, t02, t03, t10, t11, t12, t13, slice, r0, j0);
     for (var e = lid; e < 2048u; e = e + 32u * SLICES) {
-        var sum = 0.0;
-        for (var s = 0u; s < SLICES; s = s + 1u) {
-            sum = sum + sums[at + 2048u * s + e];
-        }
         let t = e / 256u;
         let i = e % 256u;
-        put(sum, r0 + 16u * (t / 4u) + i / 16u, j0 + 16u * (t % 4u) + i % 16u, scaled);
+        put(slices_sum(at, e), r0 + 16u * (t / 4u) + i / 16u, j0 + 16u * (t % 4u) + i % 16u, scaled);
     }
 }
 
@@ -251,4 +287,92 @@ fn gemm_sliced(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
 @compute @workgroup_size(32 * SLICES)
 fn gemm_sliced_scaled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     gemm_sliced_tile(lid, wid, true);
+}
+
+// GLU: m at (r, j) and (r, j + 1) (j even) from the gate's sums g and the up's u, cut into
+// the down projection's parts, within bounds (m's f columns are whole tiles: matmul.rs).
+fn put_m2(g: vec2<f32>, u: vec2<f32>, r: u32, j: u32) {
+    let f = p.rows_w / 2u;
+    if (r >= p.rows || j >= f) {
+        return;
+    }
+    let inv = xinv[r] * p.unshift;
+    let a = g * inv * vec2<f32>(scale[j], scale[j + 1u]);
+    let b = u * inv * vec2<f32>(scale[f + j], scale[f + j + 1u]);
+    let m = a / (1.0 + exp(-a)) * b * p.m_scale;
+    let hi = hi11(vec4<f32>(m, 0.0, 0.0)).xy;
+    // Halves of the tile (r / 16, j / 16), row r % 16 of it (parts.wgsl's put_parts).
+    let at = (r / 16u) * f * 16u + (j / 16u) * 256u + (r % 16u) * 16u + j % 16u;
+    mparts[at / 2u] = pack2x16float(hi);
+    mparts[(p.m_lo + at) / 2u] = pack2x16float(m - hi);
+}
+
+// GLU: the 16 × 16 tile of m at (r0, j) from the gate's tile g and the up's u, through the
+// subgroup's slice of c_sh.
+fn emit_glu(g: Acc, u: Acc, sg: u32, lane: u32, r0: u32, j: u32) {
+    let at = sg * 512u;
+    let at_u = at + 256u;
+    let stride = 16u;
+    coopStoreT(g, &c_sh[at], stride);
+    coopStoreT(u, &c_sh[at_u], stride);
+    workgroupBarrier();
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let e = 2u * (lane + 32u * i);
+        let gs = vec2<f32>(c_sh[at + e], c_sh[at + e + 1u]);
+        let us = vec2<f32>(c_sh[at + 256u + e], c_sh[at + 257u + e]);
+        put_m2(gs, us, r0 + e / 16u, j + e % 16u);
+    }
+    workgroupBarrier();
+}
+
+// GLU: each row's 1/m_scale, by the blocks of m's first columns (lid: the workgroup's).
+fn put_minv(lid: u32, r0: u32, j0: u32) {
+    if (j0 == 0u && lid < 32u && r0 + lid < p.rows) {
+        minv[r0 + lid] = 1.0 / p.m_scale;
+    }
+}
+
+@compute @workgroup_size(32 * WM * WN)
+fn gemm_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let r0 = wid.y * 32u * WM + 32u * (sg / WN);
+    let j0 = wid.x * 64u * WN + 64u * (sg % WN);
+    let zero = zero_acc(lid);
+    // paste: gemm_steps.wgsl, $k0 = 0u, $end = p.k16
+    let j = j0 / 2u;
+    emit_glu(c00, c01, sg, lane, r0, j);
+    emit_glu(c02, c03, sg, lane, r0, j + 16u);
+    emit_glu(c10, c11, sg, lane, r0 + 16u, j);
+    emit_glu(c12, c13, sg, lane, r0 + 16u, j + 16u);
+    put_minv(lane, r0, j0);
+}
+
+@compute @workgroup_size(32 * SLICES)
+fn gemm_sliced_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let slice = lid / 32u;
+    let r0 = wid.y * 32u;
+    let j0 = wid.x * 64u;
+    let steps = p.k16 / 16u;
+    let end = 16u * ((slice + 1u) * steps / SLICES);
+    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
+        s_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    workgroupBarrier();
+    // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
+    let at = stash_block(c00, c01, c02, c03, c10, c11, c12, c13, slice, r0, j0);
+    // Pairs of columns of the block's four tiles of m: tile t is rows r0 + 16 (t / 2) on,
+    // m's columns j0 / 2 + 16 (t % 2) on, from the gate's tile 4 (t / 2) + 2 (t % 2) of the
+    // block's eight and the up's after it.
+    for (var q = lid; q < 512u; q = q + 32u * SLICES) {
+        let t = q / 128u;
+        let e = 2u * (q % 128u);
+        let g = at + 256u * (4u * (t / 2u) + 2u * (t % 2u)) + e;
+        let gs = vec2<f32>(slices_sum(g, 0u), slices_sum(g, 1u));
+        let us = vec2<f32>(slices_sum(g, 256u), slices_sum(g, 257u));
+        put_m2(gs, us, r0 + 16u * (t / 2u) + e / 16u, j0 / 2u + 16u * (t % 2u) + e % 16u);
+    }
+    put_minv(lid, r0, j0);
 }

@@ -16,7 +16,7 @@ use crate::error::gpu_err;
 use crate::kernels::{dtype_index, Coop};
 use crate::model::{Matrix, Part};
 use crate::ops::{residual, row_batches};
-use crate::record::{groups_for, Bind, Binds, Recorder, Store};
+use crate::record::{groups_for, Bind, Binds, Recorder, Split, Store};
 use smallvec::smallvec;
 
 params! {
@@ -355,39 +355,34 @@ params! {
         rows: u32,   // rows of x and out
         lo: u32,     // where x's lo part starts in xa (halves)
         unshift: f32, // the sums times this (matmul.wgsl)
+        m_lo: u32,   // GLU: where m's lo part starts in mparts (halves)
+        m_scale: f32, // GLU: m's parts are m times this
     }
 }
 
-/// x's rows cut into f16 parts (`cut`), then the product on the tensor cores, one dispatch
-/// per part of W, times the scale per column for `Input::Scaled`. A q8_0 W is copied in
-/// f16 first, a slice of rows at a time, each row [hi | lo] against x cut twice side by
-/// side (`q8_tiles`).
+/// x's rows cut into f16 parts (`split_x`), then the product on the tensor cores, one
+/// dispatch per part of W, times the scale per column for `Input::Scaled`. A q8_0 W is
+/// copied in f16 first, a slice of rows at a time, each row [hi | lo] against x cut twice
+/// side by side (`q8_tiles`).
 fn tensor_cores(
     rec: &mut Recorder,
     coop: Coop,
     w: &Matrix,
-    (x, xr0): (&Arc<Store>, usize),
+    x: (&Arc<Store>, usize),
     out: &Arc<Store>,
     rows: usize,
     input: Input,
 ) {
-    let (wm, _) = rec.dev().kernels.options.coop_tile;
+    let Some(x_parts) = split_x(rec, coop, w, x, rows, input) else {
+        return;
+    };
     let k16 = coop_k16(w);
     let copies = k16 / w.k.next_multiple_of(16);
-    // Whole tiles of rows, which the GEMM reads.
-    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
-    let (parts, inv) = match rec.split_buffers(4 * halves as u64, 4 * rows as u64) {
-        Ok(b) => b,
-        Err(e) => return rec.fail(e),
-    };
-    let lo = halves as u32;
     let scale = match input {
         Input::Scaled(s) => Some(s),
         _ => None,
     };
-    let layout = residual::Parts { kernel: coop.residual_split, parts: &parts, inv: &inv, k16, lo };
-    cut(rec, coop, w.k, (x, xr0), rows, input, (layout, copies as u32));
-    let product = Product { coop, n: w.n, k16, parts: &parts, inv: &inv, out, rows, lo, scale };
+    let product = Product { coop, n: w.n, k16, x: &x_parts, out, rows, scale, glu: None };
     for part in &w.parts {
         if copies == 1 {
             product.record(rec, &part.store, part.row0, part.rows, w.unshift());
@@ -403,6 +398,90 @@ fn tensor_cores(
             product.record(rec, &copy, part.row0 + j0, n, 2f32.powi(-w.q8_shift));
         }
     }
+}
+
+/// Rows cut into f16 parts for the tensor cores (parts.wgsl): the parts, their rows'
+/// inverse scales, and where the lo part starts (halves).
+struct Parts {
+    parts: Arc<Store>,
+    inv: Arc<Store>,
+    lo: u32,
+}
+
+/// Room for `rows` rows of `k16` inputs' parts (as many rows as the GEMM's tiles read) in
+/// `which` pair of the split buffers.
+fn parts_buffers(rec: &mut Recorder, which: Split, rows: usize, k16: usize) -> Option<Parts> {
+    let (wm, _) = rec.dev().kernels.options.coop_tile;
+    let halves = rows.next_multiple_of(32 * wm as usize) * k16;
+    match rec.split_buffers(which, 4 * halves as u64, 4 * rows as u64) {
+        Ok((parts, inv)) => Some(Parts { parts, inv, lo: halves as u32 }),
+        Err(e) => {
+            rec.fail(e);
+            None
+        }
+    }
+}
+
+/// x's `rows` rows from xr0 on, formed as `input` says, cut into parts for a product of
+/// `w` on the tensor cores (`cut`; twice side by side for q8_0).
+fn split_x(
+    rec: &mut Recorder,
+    coop: Coop,
+    w: &Matrix,
+    x: (&Arc<Store>, usize),
+    rows: usize,
+    input: Input,
+) -> Option<Parts> {
+    let k16 = coop_k16(w);
+    let copies = k16 / w.k.next_multiple_of(16);
+    let to = parts_buffers(rec, Split::X, rows, k16)?;
+    let layout = residual::Parts { kernel: coop.residual_split, parts: &to.parts, inv: &to.inv, k16, lo: to.lo };
+    cut(rec, coop, w.k, x, rows, input, (layout, copies as u32));
+    Some(to)
+}
+
+/// Whether `mlp` takes `rows` rows of `gate_up` and `down` whose m the model bounds
+/// (`m_scale`: model.rs's `glu_scale`): both on the tensor cores in f16 (not q8_0's copies),
+/// one part each, m's columns whole tiles.
+pub fn glu_parts(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize, m_scale: Option<f32>) -> bool {
+    let f = gate_up.n / 2;
+    let on_tensor_cores = [gate_up, down]
+        .iter()
+        .all(|w| coop_kernels(rec, w, rows).is_some() && w.dtype != Stored::I8 && w.parts.len() == 1);
+    rec.dev().kernels.options.fuse_glu && m_scale.is_some() && on_tensor_cores && f % 16 == 0 && down.k == f
+}
+
+/// out ← down · m for `rows` rows of x formed as `input` says (`glu_parts` must allow), m =
+/// silu(g ⊙ gate_scale) ⊙ (u ⊙ up_scale) of [g | u] = x · gate_upᵀ with `scales` [gate_scale
+/// | up_scale]: gate|up's epilogue cuts m into down's parts, each row times `m_scale`
+/// (gemm_coop.wgsl's GLU), which spares split.wgsl's SwiGLU its dispatch and gate|up its
+/// f32 output.
+pub fn mlp(
+    rec: &mut Recorder,
+    (gate_up, down): (&Matrix, &Matrix),
+    x: &Arc<Store>,
+    out: &Arc<Store>,
+    rows: usize,
+    input: Input,
+    (scales, m_scale): (&Arc<Store>, f32),
+) {
+    debug_assert!(glu_parts(rec, (gate_up, down), rows, Some(m_scale)));
+    let Some(coop) = coop_kernels(rec, gate_up, rows) else {
+        return rec.fail(gpu_err("gate|up with SwiGLU on the way out, off the tensor cores"));
+    };
+    let Some(x_parts) = split_x(rec, coop, gate_up, (x, 0), rows, input) else {
+        return;
+    };
+    let Some(m) = parts_buffers(rec, Split::Glu, rows, down.k) else {
+        return;
+    };
+    let glu = Some(Glu { m: &m, scale: m_scale });
+    let (k16, part) = (coop_k16(gate_up), &gate_up.parts[0]);
+    let product = Product { coop, n: gate_up.n, k16, x: &x_parts, out, rows, scale: Some(scales), glu };
+    product.record(rec, &part.store, part.row0, part.rows, gate_up.unshift());
+    let part = &down.parts[0];
+    let product = Product { coop, n: down.n, k16: down.k, x: &m, out, rows, scale: None, glu: None };
+    product.record(rec, &part.store, part.row0, part.rows, down.unshift());
 }
 
 /// The inputs of a product of `w` on the tensor cores: k rounded up to 16, twice for q8_0
@@ -444,12 +523,20 @@ struct Product<'a> {
     coop: Coop,
     n: usize,
     k16: usize,
-    parts: &'a Arc<Store>,
-    inv: &'a Arc<Store>,
+    x: &'a Parts,
     out: &'a Arc<Store>,
     rows: usize,
-    lo: u32,
+    /// A scale per column (with `glu`, [gate_scale | up_scale]).
     scale: Option<&'a Arc<Store>>,
+    /// gate|up, whose epilogue cuts m into these parts (`mlp`) in place of writing `out`.
+    glu: Option<Glu<'a>>,
+}
+
+/// Where gate|up's epilogue cuts m, each row times `scale`.
+#[derive(Clone, Copy)]
+struct Glu<'a> {
+    m: &'a Parts,
+    scale: f32,
 }
 
 impl Product<'_> {
@@ -462,15 +549,18 @@ impl Product<'_> {
             1 => self.coop.gemm,
             n => self.coop.sliced[usize::from(n == 4)],
         };
-        let kernel = kernels[usize::from(self.scale.is_some())];
+        let kernel = kernels[if self.glu.is_some() { 2 } else { usize::from(self.scale.is_some()) }];
         // The plain kernel binds 4 too (to the row scales, which it reads as 3).
         let mut binds: Binds = smallvec![
             (0, Bind::Buf(w.clone())),
-            (1, Bind::Buf(self.parts.clone())),
-            (2, Bind::Buf(self.out.clone())),
-            (3, Bind::Buf(self.inv.clone())),
-            (4, Bind::Buf(self.scale.unwrap_or(self.inv).clone())),
+            (1, Bind::Buf(self.x.parts.clone())),
+            (3, Bind::Buf(self.x.inv.clone())),
+            (4, Bind::Buf(self.scale.unwrap_or(&self.x.inv).clone())),
         ];
+        match self.glu {
+            Some(g) => binds.extend([(6, Bind::Buf(g.m.parts.clone())), (7, Bind::Buf(g.m.inv.clone()))]),
+            None => binds.push((2, Bind::Buf(self.out.clone()))),
+        }
         if n > 1 {
             // Each block's slices' sums: 2048 floats a slice.
             let blocks = rows_w.div_ceil(64) * self.rows.div_ceil(32);
@@ -486,8 +576,10 @@ impl Product<'_> {
             rows_w: rows_w as u32,
             yr0: 0,
             rows: self.rows as u32,
-            lo: self.lo,
+            lo: self.x.lo,
             unshift,
+            m_lo: self.glu.map_or(0, |g| g.m.lo),
+            m_scale: self.glu.map_or(0.0, |g| g.scale),
         };
         let groups = [groups_for(rows_w, 64 * wn as usize), groups_for(self.rows, 32 * wm as usize), 1];
         rec.dispatch(kernel, &binds, &p, groups);

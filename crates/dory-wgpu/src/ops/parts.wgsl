@@ -6,6 +6,13 @@
 // 16 × 16 tiles; 1/s_r beside. The including module binds `xa` (the parts' halves, two to a
 // u32) and `xinv`.
 
+// The exponent a unit row (the residual's new h: every |x_i| ≤ 1) is cut with in place of
+// its maximum's, which then needs no reduction: s_r = 2¹² keeps every value within 2¹², 2⁴
+// inside f16's range (a norm off by rounding cannot leave it), and puts the largest at
+// 2¹²/√k or more (90 at 2,048 dims), where a lo below f16's normal range is off by at most
+// 2⁻²⁵, 2⁻³¹ of it: the parts keep ~22 bits of every value that weighs in the sums.
+const UNIT_EXP: i32 = 1;
+
 // 0 drops the lo part (for measuring what it adds).
 override LO: u32 = 1u;
 

@@ -28,23 +28,19 @@ fn residual_split(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
     let row = wid.x + p.row0;
     let base = row * n;
     let f = residual_norms(base, n, lid, p.eps);
-    var top = vec4<f32>(0.0);
-    for (var e = lid; e < n; e = e + 256u) {
-        let y = residual_y(h[base + e], o[base + e], alpha[e], f.x, f.y) * f.z;
-        h[base + e] = y;
-        top = max(top, abs(y));
-    }
-    // What split.wgsl would cut from the h just written (each invocation reads back its own).
-    let e = parts_exp(seg_max4(top, lid, 256u));
-    let s = ldexp(1.0, 13 - e);
+    // The new h is a unit row, every |y_i| ≤ 1, so its parts take the fixed scale of a unit
+    // row (parts.wgsl) and need no maximum: each value is cut as it is written.
+    let s = ldexp(1.0, 13 - UNIT_EXP);
     for (var i = lid; i < p.k16 / 4u; i = i + 256u) {
         var v = vec4<f32>(0.0);
         if (i < n) {
-            v = h[base + i] * s;
+            let y = residual_y(h[base + i], o[base + i], alpha[i], f.x, f.y) * f.z;
+            h[base + i] = y;
+            v = y * s;
         }
         put_parts(row, i, v, p.k16, p.lo);
     }
     if (lid == 0u) {
-        put_inverse(row, e);
+        put_inverse(row, UNIT_EXP);
     }
 }
