@@ -359,7 +359,8 @@ impl GpuModel {
                 };
                 let v = |n: &str| upload_vector(d, &format!("layers.{i}.{n}"), t(n));
                 let gate_up = m("mlp.gate_up", &["mlp.gate", "mlp.up"])?;
-                let glu_scale = gate_up.coop.then(|| {
+                // (q8_0's gate|up takes split.wgsl's SwiGLU: `matmul::glu_parts`.)
+                let glu_scale = (gate_up.coop && gate_up.dtype != Stored::I8).then(|| {
                     let scales = ["mlp.gate_scale", "mlp.up_scale"].map(|n| t(n).to_f32());
                     glu_scale([t("mlp.gate"), t("mlp.up")], [&scales[0], &scales[1]])
                 });
