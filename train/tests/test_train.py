@@ -131,19 +131,80 @@ def test_the_same_script_runs_data_parallel(data, tmp_path):
 
 
 def run_killing_the_group(cmd, timeout):
-    """cmd's exit code (None if it ran past `timeout`, when its whole process group,
-    torchrun's workers included, is killed), stdout and stderr."""
+    """cmd's exit code (None if it ran past `timeout`, when it and every process it started
+    are killed), stdout and stderr. torchrun's workers start sessions of their own, so a
+    kill of cmd's process group alone left a hung worker holding the output pipes, and the
+    read after it waited for good (a fresh-clone CI run, 2026-12-07): the output goes to
+    files, and every descendant, found before any is killed, is killed with its group."""
     import os
     import signal
     import subprocess
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = p.communicate(timeout=timeout)
-        return p.returncode, stdout, stderr
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        stdout, stderr = p.communicate()
-        return None, stdout, stderr
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in [p.pid, *descendants(p.pid)]:
+                for kill in (lambda: os.killpg(os.getpgid(pid), signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                    try:
+                        kill()
+                    except OSError:
+                        pass
+            p.wait()
+            rc = None
+        out.seek(0)
+        err.seek(0)
+        return rc, out.read(), err.read()
+
+
+def descendants(pid):
+    """The processes below `pid` (Linux's /proc; none where it is missing)."""
+    import os
+    children = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def test_a_hung_run_is_killed_with_the_workers_that_left_its_group(tmp_path):
+    # A parent that starts a worker in a session of its own (as torchrun's are), both hung:
+    # the call returns at its timeout with what they wrote, and the worker is dead too.
+    import os
+    import sys
+    import time
+    pid_file = tmp_path / "pid"
+    worker = (f"import os, time; os.setsid(); open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+              "print('worker up', flush=True); time.sleep(600)")
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker!r}]); time.sleep(600)"
+    start = time.monotonic()
+    rc, stdout, _ = run_killing_the_group([sys.executable, "-c", parent], timeout=5)
+    assert rc is None and time.monotonic() - start < 60
+    assert "worker up" in stdout
+    pid = int(pid_file.read_text())
+
+    def alive():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 10
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(), f"the worker {pid} outlived the kill"
 
 
 def test_mono_loss_penalises_a_pass_that_does_not_pay():

@@ -319,7 +319,7 @@ fn emit_glu(g: Acc, u: Acc, sg: u32, lane: u32, r0: u32, j: u32) {
     for (var i = 0u; i < 4u; i = i + 1u) {
         let e = 2u * (lane + 32u * i);
         let gs = vec2<f32>(c_sh[at + e], c_sh[at + e + 1u]);
-        let us = vec2<f32>(c_sh[at + 256u + e], c_sh[at + 257u + e]);
+        let us = vec2<f32>(c_sh[at_u + e], c_sh[at_u + e + 1u]);
         put_m2(gs, us, r0 + e / 16u, j + e % 16u);
     }
     workgroupBarrier();
