@@ -280,8 +280,10 @@ pub struct Options {
     /// and a prompt's blocks'.
     pub attend_per: usize,
     pub block_per: usize,
-    /// The workgroups a prompt's attention in blocks is split to fill (attend.rs).
+    /// The workgroups a prompt's attention in blocks is split to fill (attend.rs): in
+    /// attend_rows.wgsl, and in attend_coop.wgsl.
     pub block_groups: usize,
+    pub coop_groups: usize,
     /// Invocations that share a key's scores in attend.wgsl (4: tiles of 64 keys, the
     /// H200's best: bench/logs/h200-2026-12-02d/call-1).
     pub attend_lanes: u32,
@@ -347,7 +349,8 @@ impl Options {
     /// joins), DORY_WGPU_RESIDUAL_K=N (the widest row whose residual the next projection
     /// forms), DORY_WGPU_GEMV_BANDS=PER[,FROM] (`Bands`), DORY_WGPU_ATTEND_PER=N (the fewest keys to a chunk of attention),
     /// DORY_WGPU_BLOCK_PER=N (the same for a prompt's blocks),
-    /// DORY_WGPU_ATTEND_GROUPS=N (the workgroups a prompt's attention is split to fill),
+    /// DORY_WGPU_ATTEND_GROUPS=N and DORY_WGPU_COOP_GROUPS=N (the workgroups a prompt's
+    /// attention is split to fill, in attend_rows.wgsl and in attend_coop.wgsl),
     /// DORY_WGPU_ATTEND_LANES=2|4|8|16 (invocations per key in attend.wgsl),
     /// DORY_WGPU_ATTEND_AHEAD=4|8 (its loads in flight),
     /// DORY_WGPU_ATTEND_ROWS=0 (a prompt's attention row by row, as a single row's),
@@ -391,6 +394,7 @@ impl Options {
             attend_per: crate::ops::attend::MIN_PER,
             block_per: crate::ops::attend::MIN_PER_BLOCK,
             block_groups: crate::ops::attend::TARGET_GROUPS,
+            coop_groups: crate::ops::attend::COOP_GROUPS,
             attend_lanes: 4,
             // Eight: the larger config's decode +0.3–0.5 % at depth 0 and +0.6–1.1 % at 4096
             // in each of three rounds on the H100 (bench/logs/h200-2026-12-06f/call-2, -3).
@@ -450,7 +454,8 @@ impl Options {
         Options { fuse_residual: self.fuse_residual && asked, fuse_edge: self.fuse_edge && asked, gemv_bands, ..self }
     }
 
-    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS, _ATTEND_LANES and _ATTEND_AHEAD (`new`).
+    /// DORY_WGPU_ATTEND_PER, _BLOCK_PER, _ATTEND_GROUPS, _COOP_GROUPS, _ATTEND_LANES and
+    /// _ATTEND_AHEAD (`new`).
     fn attention_from_env(&mut self) {
         if let Some(&[per]) = numbers("DORY_WGPU_ATTEND_PER").as_deref() {
             self.attend_per = (per as usize).max(1);
@@ -460,6 +465,9 @@ impl Options {
         }
         if let Some(&[groups]) = numbers("DORY_WGPU_ATTEND_GROUPS").as_deref() {
             self.block_groups = (groups as usize).max(1);
+        }
+        if let Some(&[groups]) = numbers("DORY_WGPU_COOP_GROUPS").as_deref() {
+            self.coop_groups = (groups as usize).max(1);
         }
         if let Some(&[lanes @ (2 | 4 | 8 | 16)]) = numbers("DORY_WGPU_ATTEND_LANES").as_deref() {
             self.attend_lanes = lanes;

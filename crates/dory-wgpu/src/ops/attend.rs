@@ -153,7 +153,8 @@ pub fn split(most: usize, rows: usize, kv_heads: usize, min_per: usize, groups: 
 pub const BLOCK: usize = 16;
 /// Rows of a block of `attend_coop.wgsl`: four subgroups' (BR · SG), 16 queries each.
 pub const COOP_BLOCK: usize = 16;
-/// Workgroups (of four subgroups) that keep the H200 busy with `attend_coop.wgsl`: ~8 an SM.
+/// Workgroups (of four subgroups) that keep the H200 busy with `attend_coop.wgsl`: ~8 an SM
+/// (`Options::coop_groups`, by default).
 pub const COOP_GROUPS: usize = 1024;
 /// The head's dims attend_coop.wgsl has a pipeline of its own for (its D: loops of a known
 /// count), the larger config's.
@@ -183,7 +184,7 @@ pub fn on_tensor_cores(o: &Options, d: usize, rows: usize, fused: bool, slots: S
 /// row sees.
 pub fn plan(o: &Options, kv_heads: usize, d: usize, most: usize, rows: usize, fused: bool, coop: bool) -> Split {
     if in_blocks(o, d, rows, fused) {
-        let (block, groups) = if coop { (COOP_BLOCK, COOP_GROUPS) } else { (BLOCK, o.block_groups) };
+        let (block, groups) = if coop { (COOP_BLOCK, o.coop_groups) } else { (BLOCK, o.block_groups) };
         let walk = most + block - 1;
         whole_tiles(split(walk, rows.div_ceil(block), kv_heads, o.block_per, groups), walk, BLOCK_TILE)
     } else {
