@@ -2,15 +2,18 @@
 # Built at the twenty-fourth session, not run (its device time was spent): why a prompt's
 # attention at depth 0 takes ~96 µs a dispatch (attend_coop_d, h200-2026-12-07g/call-1) for
 # ~0.5 GFLOP of products, and split_combine ~25 µs to join its chunks. The larger config's
-# pp512 at depth 0 (two rounds) and its kernels timed alone, with the prompt's blocks cut as
-# by default (chunks of 256 keys or more, for 1,024 workgroups: 4 chunks at depth 0), in
-# chunks of 512 (2) and of 1,024 (1, which the attention writes directly), and for 2,048
-# workgroups (DORY_WGPU_COOP_GROUPS); each with attend_coop (the default) and, at the
-# default cut, attend_rows; then the same cuts at depth 4096 for the prompt alone.
+# pp512 at depth 0 (two rounds) and its kernels timed alone, with the prompt's blocks cut
+# (DORY_WGPU_BLOCK_PER keys or more a chunk, for DORY_WGPU_COOP_GROUPS workgroups) as by
+# default (256,1024: 4 chunks of 5 tiles at depth 0), in 2 (1024,1024: 16 tiles and the
+# walk's last), in 6 chunks of 3 tiles (128,2048) and in 17 of one (64,4096):
+# a block's walk at depth 0 is at most 17 tiles, which the default cuts into 4 workgroups'
+# walks of 5, each tile ~4,000 clocks of an SM (h200-2026-12-07e/call-5); attend_rows at the
+# default cut beside them; then the same cuts at depth 4096 (9, 6, 17 and 37 chunks) for the
+# prompt alone.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 call_start
-cuts="256,1024 512,1024 1024,1024 256,2048"
+cuts="256,1024 1024,1024 128,2048 64,4096"
 run_cut() {  # label depth reps cut [attend_coop]
     (
         export DORY_WGPU_BLOCK_PER=${4%,*} DORY_WGPU_COOP_GROUPS=${4#*,}
