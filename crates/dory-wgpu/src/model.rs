@@ -299,7 +299,7 @@ fn bf16_as_f16(tensors: &[TensorView]) -> Option<(Vec<Vec<u8>>, i32)> {
 /// |u_j| ≤ ‖up_j‖, so |m_j| ≤ max(‖gate_j‖ |gate_scale_j|, 0.28) · ‖up_j‖ |up_scale_j| ≤ B,
 /// and 2^e ≥ B gives the scale 2^(12 − e): m within 2¹² (2⁴ inside f16's range, for the
 /// sums' rounding), its parts as precise as a row's own maximum would make them unless B is
-/// 2¹⁵ times looser than the row (parts.wgsl). None where B is not finite.
+/// 2¹⁵ times looser than the row (parts.wgsl). None where B is past 2¹⁰⁰ or not finite.
 pub fn glu_scale([gate, up]: [TensorView; 2], [gate_scale, up_scale]: [&[f32]; 2]) -> Option<f32> {
     let norms = |t: &TensorView| -> Vec<f64> {
         let k = t.shape[1];
@@ -313,11 +313,9 @@ pub fn glu_scale([gate, up]: [TensorView; 2], [gate_scale, up_scale]: [&[f32]; 2
         .zip(gate_scale.iter().zip(up_scale))
         .map(|((g, u), (gs, us))| (g * f64::from(gs.abs())).max(0.28) * u * f64::from(us.abs()))
         .fold(0.0, f64::max);
-    if !bound.is_finite() {
-        return None;
-    }
-    let e = bound.log2().ceil().clamp(-100.0, 100.0) as i32;
-    Some(2f32.powi(12 - e))
+    // Past 2¹⁰⁰ (or not finite) the scale would leave f32's normal range.
+    let e = bound.log2().ceil().max(-100.0);
+    (e <= 100.0).then(|| 2f32.powi(12 - e as i32))
 }
 
 fn upload_vector(dev: &GpuDevice, name: &str, t: TensorView) -> dory::Result<Arc<Store>> {
@@ -520,5 +518,11 @@ mod tests {
         assert!(most >= 256.0, "|m| · s only {most}");
         let inf = bytes(&[f32::INFINITY; 24 * 40]);
         assert!(glu_scale([view(&inf), view(&ub)], [&gs, &us]).is_none());
+        // A bound past 2¹⁰⁰ (rows of norm ~2⁵⁵ each) takes SwiGLU's own split instead.
+        let huge = bytes(&gate.iter().map(|v| v * 2f32.powi(55)).collect::<Vec<_>>());
+        assert!(glu_scale([view(&huge), view(&huge)], [&gs, &gs]).is_none());
+        // Zero weights bound m by 0: the smallest scale's exponent, still a normal f32.
+        let zeros = bytes(&[0.0; 24 * 40]);
+        assert_eq!(glu_scale([view(&zeros), view(&zeros)], [&gs, &us]), Some(2f32.powi(112)));
     }
 }
