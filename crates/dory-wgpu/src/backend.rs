@@ -567,7 +567,7 @@ impl Backend for Wgpu {
             self.residual(layer, Part::Attn, h, o, rows);
             self.rec.begin_op();
             matmul::glu(&mut self.rec, w, &h.store, &m.store, &l.mlp_scales, Input::Plain);
-        } else if let Some(m_scale) = l.glu_scale.filter(|&s| matmul::glu_parts(rec, (w, &l.down), rows, Some(s))) {
+        } else if let Some(m_scale) = l.glu_scale.filter(|_| matmul::glu_parts(rec, (w, &l.down), rows)) {
             // On the tensor cores gate|up's epilogue cuts down's parts (and the residual x's,
             // where the options fuse its split).
             let (alpha, eps) = (l.alpha(Part::Attn), model.config.eps);

@@ -252,6 +252,17 @@ fn join_slices(
     }
 }
 
+// zero_acc for the sliced kernels, through s_sh (every invocation of the workgroup calls it).
+fn zero_sliced(lid: u32) -> Acc {
+    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
+        s_sh[e] = 0.0;
+    }
+    workgroupBarrier();
+    let zero = coopLoad<Acc>(&s_sh[0], 16u);
+    workgroupBarrier();
+    return zero;
+}
+
 // gemm_coop_tile's block, its inputs cut into SLICES slices, one to a subgroup.
 fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let slice = lid / 32u;
@@ -259,12 +270,7 @@ fn gemm_sliced_tile(lid: u32, wid: vec3<u32>, scaled: bool) {
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
     let end = 16u * ((slice + 1u) * steps / SLICES);
-    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
-        s_sh[e] = 0.0;
-    }
-    workgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[0], 16u);
-    workgroupBarrier();
+    let zero = zero_sliced(lid);
     // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
     join_slices(c00, c01, c02, c03, c10, c11, c12, c13, slice, lid, r0, j0, scaled);
 }
@@ -355,12 +361,7 @@ fn gemm_sliced_glu(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     let j0 = wid.x * 64u;
     let steps = p.k16 / 16u;
     let end = 16u * ((slice + 1u) * steps / SLICES);
-    for (var e = lid; e < 256u; e = e + 32u * SLICES) {
-        s_sh[e] = 0.0;
-    }
-    workgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[0], 16u);
-    workgroupBarrier();
+    let zero = zero_sliced(lid);
     // paste: gemm_steps.wgsl, $k0 = 16u * (slice * steps / SLICES), $end = end
     let at = stash_block(c00, c01, c02, c03, c10, c11, c12, c13, slice, r0, j0);
     // Pairs of columns of the block's four tiles of m: tile t is rows r0 + 16 (t / 2) on,

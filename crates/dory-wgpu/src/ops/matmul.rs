@@ -440,15 +440,15 @@ fn split_x(
     Some(to)
 }
 
-/// Whether `mlp` takes `rows` rows of `gate_up` and `down` whose m the model bounds
-/// (`m_scale`: model.rs's `glu_scale`): both on the tensor cores in f16 (not q8_0's copies),
-/// one part each, m's columns whole tiles.
-pub fn glu_parts(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize, m_scale: Option<f32>) -> bool {
+/// Whether `mlp` takes `rows` rows of `gate_up` and `down` (where the model bounds m:
+/// model.rs's `glu_scale`): both on the tensor cores in f16 (not q8_0's copies), one part
+/// each, m's columns whole tiles.
+pub fn glu_parts(rec: &Recorder, (gate_up, down): (&Matrix, &Matrix), rows: usize) -> bool {
     let f = gate_up.n / 2;
     let on_tensor_cores = [gate_up, down]
         .iter()
         .all(|w| coop_kernels(rec, w, rows).is_some() && w.dtype != Stored::I8 && w.parts.len() == 1);
-    rec.dev().kernels.options.fuse_glu && m_scale.is_some() && on_tensor_cores && f % 16 == 0 && down.k == f
+    rec.dev().kernels.options.fuse_glu && on_tensor_cores && f % 16 == 0 && down.k == f
 }
 
 /// out ← down · m for `rows` rows of x formed as `input` says (`glu_parts` must allow), m =
@@ -465,7 +465,7 @@ pub fn mlp(
     input: Input,
     (scales, m_scale): (&Arc<Store>, f32),
 ) {
-    debug_assert!(glu_parts(rec, (gate_up, down), rows, Some(m_scale)));
+    debug_assert!(glu_parts(rec, (gate_up, down), rows));
     let Some(coop) = coop_kernels(rec, gate_up, rows) else {
         return rec.fail(gpu_err("gate|up with SwiGLU on the way out, off the tensor cores"));
     };
