@@ -15,6 +15,7 @@ use crate::ops::attend::{self, Attend, AttendBufs, CoopBufs, Prep, Slots};
 use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, exit, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
+use crate::GpuDevice;
 
 /// A device buffer of f32.
 pub struct GpuBuf {
@@ -55,6 +56,8 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
+    /// The id of the last buffer of partials filled with NaN (`Options::poison_partials`).
+    part_poisoned: u64,
     /// The queries', keys' and values' f16 parts for attention on the tensor cores, grown as
     /// steps need.
     q_parts: Arc<Store>,
@@ -81,6 +84,7 @@ impl Wgpu {
             model: model.clone(),
             rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
+            part_poisoned: u64::MAX,
             q_parts: Store::new(dev, 16, "query parts")?,
             kv_parts: Store::new(dev, 16, "keys' and values' parts")?,
             rope: None,
@@ -256,6 +260,7 @@ impl Wgpu {
         if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
             return;
         }
+        poison_new(&self.model.dev, &self.part, &mut self.part_poisoned);
         let Some(len) = coop_grown(&mut self.rec, &mut self.kv_parts, c, at, parts.map(|_| &layer.keys)) else {
             return;
         };
@@ -718,6 +723,15 @@ fn coop_grown(
     let len = attend::span_len(keys.visible(at.pos0).next().unwrap_or(at.pos0), at);
     let kv_len = attend::kv_parts_len(len, c.kv_heads, c.head_dim);
     grown(rec, kv_parts, kv_len, "keys' and values' parts").then_some(len)
+}
+
+/// A new buffer of partials filled with NaN, where the options ask
+/// (`Options::poison_partials`); `poisoned` is the id of the last one filled.
+fn poison_new(dev: &GpuDevice, part: &Store, poisoned: &mut u64) {
+    if dev.kernels.options.poison_partials && part.id != *poisoned {
+        dev.queue.write_buffer(&part.buffer, 0, &f32::NAN.to_le_bytes().repeat(part.bytes as usize / 4));
+        *poisoned = part.id;
+    }
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which

@@ -332,6 +332,10 @@ pub struct Options {
     /// config's decode 1.07×, dory-tiny's 1.11–1.12×; call-1 as above). 0 where it varies,
     /// or DORY_WGPU_SUBGROUP=0: each reduction counts its subgroup's lanes.
     pub subgroup: u32,
+    /// A new buffer of attention partials filled with NaN (the GPU tests' devices), so
+    /// that a join reading what no attend wrote (chunks.wgsl skips an empty chunk's value
+    /// sums, which attend_coop.wgsl leaves unwritten) shows in the results.
+    pub poison_partials: bool,
 }
 
 impl Options {
@@ -412,6 +416,7 @@ impl Options {
             bf16_as_f16: std::env::var("DORY_WGPU_BF16_AS_F16").map_or(coop, |v| v != "0"),
             checks: false,
             subgroup: 0,
+            poison_partials: false,
         };
         match numbers("DORY_WGPU_GEMV1").as_deref() {
             Some(&[rw, unroll]) => o.gemv1 = Gemv1 { rw, unroll, xs },

@@ -621,7 +621,6 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let lane = lid % 32u;
     let b0 = (wid.z + p.block0) * (BR * SG);
     let last = min(b0 + BR * SG, p.rows) - 1u;
-    let r0 = b0 + BR * sg;
     let s = span();
     // The chunk's keys: of the block's walk from its first row's first position, as keys
     // of the span [lo, hi).
@@ -629,6 +628,19 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let first = walk.lo - s.base;
     let lo = first + min(ch * p.per, walk.n);
     let hi = first + min(ch * p.per + p.per, walk.n);
+    let r0 = b0 + BR * sg;
+    // A chunk past the block's walk (a causal prompt's early blocks walk fewer keys than
+    // its last): its rows' m and l only, l = 0 marking it empty to the join (chunks.wgsl
+    // takes none of its value sums), without its queries' loads and its sums' stores.
+    if (lo == hi) {
+        let step = p.kv_heads * p.chunks * (2u + p.d);
+        let at = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d) + lane * step;
+        if (lane < BR && r0 + lane <= last) {
+            part[at] = vec4<f32>(NONE);
+            part[at + 1u] = vec4<f32>(0.0);
+        }
+        return;
+    }
     // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
     // written), head q % 4; its half of each tile's keys.
     let q = lane / 2u;

@@ -11,6 +11,12 @@ struct Joined {
     acc: vec4<f32>,
 }
 
+// A chunk's value sums v weighed by w, or zeros where its sum l is 0: a chunk that no key
+// of the row lies in, whose value sums attend_coop.wgsl leaves unwritten.
+fn seen_sums(v: vec4<f32>, w: vec4<f32>, l: vec4<f32>) -> vec4<f32> {
+    return select(vec4<f32>(0.0), v * w, l > vec4<f32>(0.0));
+}
+
 // `run` joined with chunks ch, ch + lanes, ch + 2 lanes and ch + 3 lanes (those below
 // `chunks`; ch is) of the partials from `first`, at dim `dim`.
 fn join_four(run: Joined, first: u32, ch: u32, lanes: u32, chunks: u32, d: u32, dim: u32) -> Joined {
@@ -41,6 +47,6 @@ fn join_four(run: Joined, first: u32, ch: u32, lanes: u32, chunks: u32, d: u32, 
     let w2 = select(vec4<f32>(0.0), exp(m2 - top), c2 < chunks);
     let w3 = select(vec4<f32>(0.0), exp(m3 - top), c3 < chunks);
     let sum = run.sum * k + ((l0 * w0 + l1 * w1) + (l2 * w2 + l3 * w3));
-    let acc = run.acc * k + ((v0 * w0 + v1 * w1) + (v2 * w2 + v3 * w3));
+    let acc = run.acc * k + ((seen_sums(v0, w0, l0) + seen_sums(v1, w1, l1)) + (seen_sums(v2, w2, l2) + seen_sums(v3, w3, l3)));
     return Joined(top, sum, acc);
 }

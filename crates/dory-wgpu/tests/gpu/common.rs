@@ -58,6 +58,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 q8: true,
                 gemv_bands: Bands { per: 2, from: 1 },
                 checks: true,
+                poison_partials: true,
                 ..o
             };
             all.push(Arc::new(shared.with_options(options).expect("the single-row kernels")));
@@ -93,6 +94,7 @@ pub fn devices() -> &'static [Arc<GpuDevice>] {
                 attend_ahead,
                 gemv_bands,
                 subgroup,
+                poison_partials: true,
                 ..o
             };
             all.push(Arc::new(first.with_options(other).expect("the other order")));
