@@ -11,6 +11,10 @@
 # 16 fragments a subgroup (each loaded from the first's place), 2 the sums' stores (m and l
 # only), 4 every tile's walk, 8 everything (each workgroup ends at once). At depth 0 under
 # the default cut (4 chunks of 5 tiles) and 17 chunks of one (64,4096); then depth 4096.
+# Last, attend_rows.wgsl's empty chunks ended at once too (the commit after 69f7a76), against
+# 69f7a76 (`bench/wgpu_h200.sh build 69f7a76`, carried as .wgpu-carry/dory-69f7a76):
+# dory-tiny's pp512 (heads of 64 dims: attend_rows) and the larger config's with
+# DORY_WGPU_ATTEND_COOP=0, at depth 0, two rounds interleaved.
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 call_start
@@ -33,3 +37,12 @@ for bits in 0 1 2 3 4; do
     prof default 4096 256,1024 $bits
 done
 grep -E '^==|attend_coop_d' $OUT/a/profile.txt
+for round in 1 2; do
+    bench_run tiny-base .wgpu-carry/dory-69f7a76 models/dory-tiny 0 exact none 512 1 3 120
+    bench_run tiny-new $dory models/dory-tiny 0 exact none 512 1 3 120
+    (
+        export DORY_WGPU_ATTEND_COOP=0
+        bench_run rows-base .wgpu-carry/dory-69f7a76 $large 0 exact none 512 1 2 120
+        bench_run rows-new $dory $large 0 exact none 512 1 2 120
+    )
+done

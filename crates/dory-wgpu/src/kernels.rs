@@ -334,7 +334,7 @@ pub struct Options {
     pub subgroup: u32,
     /// A new buffer of attention partials filled with NaN (the GPU tests' devices), so
     /// that a join reading what no attend wrote (chunks.wgsl skips an empty chunk's value
-    /// sums, which attend_coop.wgsl leaves unwritten) shows in the results.
+    /// sums, which the block kernels leave unwritten) shows in the results.
     pub poison_partials: bool,
 }
 

@@ -629,15 +629,11 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let lo = first + min(ch * p.per, walk.n);
     let hi = first + min(ch * p.per + p.per, walk.n);
     let r0 = b0 + BR * sg;
-    // A chunk past the block's walk (a causal prompt's early blocks walk fewer keys than
-    // its last): its rows' m and l only, l = 0 marking it empty to the join (chunks.wgsl
-    // takes none of its value sums), without its queries' loads and its sums' stores.
+    // A chunk past the block's walk: its rows marked empty, without its queries' loads and
+    // its sums' stores.
     if (lo == hi) {
-        let step = p.kv_heads * p.chunks * (2u + p.d);
-        let at = ((r0 * p.kv_heads + c) * p.chunks + ch) * (2u + p.d) + lane * step;
         if (lane < BR && r0 + lane <= last) {
-            part[at] = vec4<f32>(NONE);
-            part[at + 1u] = vec4<f32>(0.0);
+            mark_empty(r0 + lane, c, ch);
         }
         return;
     }

@@ -330,9 +330,15 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let ra = min(r0 + b, last);
     let rb = min(r0 + b + RUNS, last);
     let walk = block_walk(r0, last);
-    let sc = scorer(lid, c, r0, last);
     let start = min(ch * p.per, walk.n);
     let end = min(start + p.per, walk.n);
+    if (start == end) {
+        if (lid < BR && r0 + lid <= last) {
+            mark_empty(r0 + lid, c, ch);
+        }
+        return;
+    }
+    let sc = scorer(lid, c, r0, last);
     let zero = vec4<f32>(0.0);
     var mq = vec4<f32>(NONE);
     var run_a = Run(mq, zero, zero, zero, zero, zero);

@@ -12,7 +12,8 @@ struct Joined {
 }
 
 // A chunk's value sums v weighed by w, or zeros where its sum l is 0: a chunk that no key
-// of the row lies in, whose value sums attend_coop.wgsl leaves unwritten.
+// of the row lies in, whose value sums the block kernels (attend_rows.wgsl,
+// attend_coop.wgsl) leave unwritten where it lies past their block's walk.
 fn seen_sums(v: vec4<f32>, w: vec4<f32>, l: vec4<f32>) -> vec4<f32> {
     return select(vec4<f32>(0.0), v * w, l > vec4<f32>(0.0));
 }
