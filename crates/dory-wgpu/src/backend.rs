@@ -15,7 +15,6 @@ use crate::ops::attend::{self, Attend, AttendBufs, CoopBufs, Prep, Slots};
 use crate::ops::matmul::Input;
 use crate::ops::{copy, embed, exit, matmul, mix, o1, prep, residual, swiglu};
 use crate::record::{Recorder, Store};
-use crate::GpuDevice;
 
 /// A device buffer of f32.
 pub struct GpuBuf {
@@ -56,8 +55,6 @@ pub struct Wgpu {
     rec: Recorder,
     /// Attention partials (split keys), grown as steps need.
     part: Arc<Store>,
-    /// The id of the last buffer of partials filled with NaN (`Options::poison_partials`).
-    part_poisoned: u64,
     /// The queries', keys' and values' f16 parts for attention on the tensor cores, grown as
     /// steps need.
     q_parts: Arc<Store>,
@@ -84,7 +81,6 @@ impl Wgpu {
             model: model.clone(),
             rec: Recorder::new(dev.clone())?,
             part: Store::new(dev, 16, "attention partials")?,
-            part_poisoned: u64::MAX,
             q_parts: Store::new(dev, 16, "query parts")?,
             kv_parts: Store::new(dev, 16, "keys' and values' parts")?,
             rope: None,
@@ -257,10 +253,9 @@ impl Wgpu {
         let most = layer.keys.visible(at.end() - 1).size_hint().0;
         let split = attend::plan(options, c.kv_heads, c.head_dim, most, at.rows, fused, parts.is_some());
         let need = attend::part_len(split, at.rows, c.kv_heads, c.head_dim);
-        if !grown(&mut self.rec, &mut self.part, 4 * need, "attention partials") {
+        if !partials_grown(&mut self.rec, &mut self.part, 4 * need) {
             return;
         }
-        poison_new(&self.model.dev, &self.part, &mut self.part_poisoned);
         let Some(len) = coop_grown(&mut self.rec, &mut self.kv_parts, c, at, parts.map(|_| &layer.keys)) else {
             return;
         };
@@ -725,13 +720,16 @@ fn coop_grown(
     grown(rec, kv_parts, kv_len, "keys' and values' parts").then_some(len)
 }
 
-/// A new buffer of partials filled with NaN, where the options ask
-/// (`Options::poison_partials`); `poisoned` is the id of the last one filled.
-fn poison_new(dev: &GpuDevice, part: &Store, poisoned: &mut u64) {
-    if dev.kernels.options.poison_partials && part.id != *poisoned {
+/// `grown` for the attention partials, a new buffer of them filled with NaN where the
+/// options ask (`Options::poison_partials`).
+fn partials_grown(rec: &mut Recorder, part: &mut Arc<Store>, bytes: usize) -> bool {
+    let held = part.id;
+    let ok = grown(rec, part, bytes, "attention partials");
+    let dev = rec.dev();
+    if ok && part.id != held && dev.kernels.options.poison_partials {
         dev.queue.write_buffer(&part.buffer, 0, &f32::NAN.to_le_bytes().repeat(part.bytes as usize / 4));
-        *poisoned = part.id;
     }
+    ok
 }
 
 /// `store` grown to hold `bytes` (to the next power of two); false after an error, which
