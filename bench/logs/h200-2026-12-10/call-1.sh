@@ -8,15 +8,27 @@
 # DORY_WGPU_COOP_PROBE (bench/wgpu_h200.sh build REV bench/logs/h200-2026-12-08/probe-coop.patch,
 # carried as .wgpu-carry/dory-REV-probe-coop): 0 whole, 4 no tile walked, 8 every workgroup
 # ends at once; and 0 again at depth 0 (the last call's first profile ran while the card was
-# coming up to speed). Last, issue 9's figures.
+# coming up to speed). Then split_combine taken apart the same way, with a binary built with
+# bench/logs/h200-2026-12-10/probe-split.patch (carried as .wgpu-carry/dory-REV-probe-split;
+# DORY_WGPU_SPLIT_PROBE bits leave out: 1 the chunks' join, 2 the row's maximum, 4 the parts'
+# stores, 8 everything), at depth 0 under the default cut and 17 chunks of one tile
+# (64,4096), where it took 28–31 and 59–62 µs whatever the attention left (h200-2026-12-09).
+# Last, issue 9's figures.
+# Build here first (carry [".gl", ".wgpu-carry"]):
+#   rm -f .wgpu-carry/*; R=$(git rev-parse --short HEAD)
+#   bash bench/wgpu_h200.sh build $R bench/logs/h200-2026-12-08/probe-coop.patch
+#   bash bench/wgpu_h200.sh build $R bench/logs/h200-2026-12-10/probe-split.patch
+#   bash bench/wgpu_h200.sh build 69f7a76
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 call_start
-probe=$(ls .wgpu-carry/dory-*-probe-coop | head -1)
-prof() {  # label depth cut bits
-    echo "== $1: depth $2, cut $3, probe $4" >> $OUT/a/profile.txt
+prof() {  # label depth cut bits [kind: coop or split]
+    local kind=${5:-coop}
+    local probe=$(ls .wgpu-carry/dory-*-probe-$kind | head -1)
+    echo "== $1: depth $2, cut $3, $kind probe $4" >> $OUT/a/profile.txt
     (
-        export DORY_WGPU_BLOCK_PER=${3%,*} DORY_WGPU_COOP_GROUPS=${3#*,} DORY_WGPU_PROFILE=1 DORY_WGPU_COOP_PROBE=$4
+        export DORY_WGPU_BLOCK_PER=${3%,*} DORY_WGPU_COOP_GROUPS=${3#*,} DORY_WGPU_PROFILE=1
+        export DORY_WGPU_COOP_PROBE=$4 DORY_WGPU_SPLIT_PROBE=$4
         timeout 120 $probe bench --backend wgpu --model $large --depth $2 --attention exact --exit none \
             --prompt 512 --gen 1 --reps 1 2>&1 | grep -v XDG_RUNTIME >> $OUT/a/profile.txt
     )
@@ -33,6 +45,12 @@ done
 prof default 0 256,1024 0
 for bits in 0 4 8; do
     prof default 4096 256,1024 $bits
+done
+for bits in 0 1 2 4 8; do
+    prof default 0 256,1024 $bits split
+done
+for bits in 0 1 8; do
+    prof one-tile 0 64,4096 $bits split
 done
 grep -E '^==|attend_coop_d|split_combine' $OUT/a/profile.txt
 figures
