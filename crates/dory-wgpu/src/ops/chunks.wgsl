@@ -48,6 +48,8 @@ fn join_four(run: Joined, first: u32, ch: u32, lanes: u32, chunks: u32, d: u32, 
     let w2 = select(vec4<f32>(0.0), exp(m2 - top), c2 < chunks);
     let w3 = select(vec4<f32>(0.0), exp(m3 - top), c3 < chunks);
     let sum = run.sum * k + ((l0 * w0 + l1 * w1) + (l2 * w2 + l3 * w3));
-    let acc = run.acc * k + ((seen_sums(v0, w0, l0) + seen_sums(v1, w1, l1)) + (seen_sums(v2, w2, l2) + seen_sums(v3, w3, l3)));
+    let s01 = seen_sums(v0, w0, l0) + seen_sums(v1, w1, l1);
+    let s23 = seen_sums(v2, w2, l2) + seen_sums(v3, w3, l3);
+    let acc = run.acc * k + (s01 + s23);
     return Joined(top, sum, acc);
 }
