@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU benchmark and test run, for the lent H200 (or any machine with a GPU).
 #
-#   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-kernels) and the GPU
+#   bench/wgpu_h200.sh build   here: release binaries (dory, dory-wgpu-kernels, dory-wgpu-regs) and the GPU
 #                              test binary, stripped and gzipped, into .wgpu-carry/; the Vulkan
 #                              loader's .deb into .gl/ (both ignored; carry them)
 #   bench/wgpu_h200.sh run     there, from the repository root: the GPU tests (CI=true:
@@ -88,12 +88,12 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
         print(m["executable"])')
-    cp "$target/release/dory" "$target/release/dory-wgpu-kernels" $carry/
+    cp "$target/release/dory" "$target/release/dory-wgpu-kernels" "$target/release/dory-wgpu-regs" $carry/
     cp "$test_bin" $carry/gpu-tests
-    strip $carry/dory $carry/dory-wgpu-kernels $carry/gpu-tests
+    strip $carry/dory $carry/dory-wgpu-kernels $carry/dory-wgpu-regs $carry/gpu-tests
     # Compressed too (unpacked there): with the tree and two other commits' binaries they
     # must fit one carry of 64 MiB.
-    gzip -f $carry/dory $carry/dory-wgpu-kernels $carry/gpu-tests
+    gzip -f $carry/dory $carry/dory-wgpu-kernels $carry/dory-wgpu-regs $carry/gpu-tests
     # The loader and glvnd: NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs
     # libGLdispatch (libglvnd0); with the loader alone it does not load and wgpu sees no
     # adapter (seen on the H200).

@@ -28,8 +28,11 @@
 // values are far below the query's largest loses to f16's underflow only what lies below
 // f32's precision of the sum.
 //
-// Lane l of a subgroup keeps query l / 2 (row l / 8 of its four, head (l / 2) mod 4): its
-// softmax over half l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with
+// Lane l of a subgroup keeps query l mod 16 (row (l mod 16) / 4 of its four, head l mod 4):
+// its softmax over half l / 16 of each tile's keys. The scores and weights sit in workgroup
+// memory key by key (a column of 16 queries each), the second half's 16 banks on from the
+// first's, so that the 32 lanes reading or writing a key of their halves meet 32 banks (read
+// by rows of 32 keys, lanes l and l + 2 met in one bank: 16 ways). The result is attend_rows.wgsl's: with
 // `direct` normalised and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
@@ -59,6 +62,14 @@ const BR: u32 = 4u;
 const SG: u32 = 4u;
 // Keys of a tile.
 const KT: u32 = 32u;
+// A subgroup's region of s_sh, where its scores of keys 16–31 start in it (16 banks on from
+// keys 0–15), and where a weights' fragment starts after the last in p_sh (halves; 16 banks
+// on).
+const SH: u32 = 544u;
+const SB: u32 = 272u;
+const PB: u32 = 288u;
+// The lane that holds the other half of a query's keys.
+const PAIR: u32 = 16u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 // How far a score may pass its query's m before the sums are rescaled: 8 ln 2.
@@ -70,14 +81,16 @@ const SLACK: i32 = 4;
 // e before any key: above every e_j, so that the first one sets it.
 const NO_E: i32 = 1000;
 
-// Each subgroup's scores of its tile, [16 queries][KT keys] from 512 sg; once they are
-// weighed, its 16 × 16 tile of sums being rescaled or written out.
-var<workgroup> s_sh: array<f32, 2048>;
+// Each subgroup's scores of its tile from SH sg, keys 0–15 then (SB on) keys 16–31, each
+// [16 keys][16 queries]; once they are weighed, its 16 × 16 tile of sums being rescaled or
+// written out.
+var<workgroup> s_sh: array<f32, 2176>;
 // The tile's keys' parts, then its values': hi of keys 0–15, of keys 16–31, then lo of
 // both, each a run of d/16 fragments.
 var<workgroup> kv_sh: array<f16, 8192>;
-// Each subgroup's weights of its tile, hi then lo ([2][16 queries][KT keys] from 1024 sg).
-var<workgroup> p_sh: array<f16, 4096>;
+// Each subgroup's weights of its tile from 4 PB sg, as A fragments of [16 keys][16
+// queries]: hi of keys 0–15, of keys 16–31 (PB on), then lo of both.
+var<workgroup> p_sh: array<f16, 4608>;
 // The tile's keys' e_j, each subgroup's copy (from 32 sg).
 var<workgroup> e_sh: array<i32, 128>;
 // Each query's factor on its sums as they are written, and its m and l for the partials.
@@ -123,10 +136,10 @@ struct Work {
 // An accumulator of zeros, through the subgroup's region of s_sh.
 fn zero_acc(w: Work, lane: u32) -> Acc {
     for (var i = lane; i < 256u; i = i + 32u) {
-        s_sh[512u * w.sg + i] = 0.0;
+        s_sh[SH * w.sg + i] = 0.0;
     }
     subgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[512u * w.sg], 16u);
+    let zero = coopLoad<Acc>(&s_sh[SH * w.sg], 16u);
     subgroupBarrier();
     return zero;
 }
@@ -134,16 +147,16 @@ fn zero_acc(w: Work, lane: u32) -> Acc {
 // The subgroup's scores of the tile (staged in kv_sh) into its region of s_sh.
 fn scores(w: Work, zero: Acc, qf: Query) {
     let s = held_steps(Scores(zero, zero), qf);
-    let at = 512u * w.sg;
+    let at = SH * w.sg;
     put_scores(s.a, at);
-    put_scores(s.b, at + 16u);
+    put_scores(s.b, at + SB);
 }
 
-// A 16 × 16 tile of scores into s_sh from `at`.
+// A 16 × 16 tile of scores into s_sh from `at`, key by key.
 fn put_scores(t: Acc, at: u32) {
-    let stride = KT;
+    let stride = 16u;
     let x = t;
-    coopStoreT(x, &s_sh[at], stride);
+    coopStore(x, &s_sh[at], stride);
 }
 
 // The tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh, fragment
@@ -341,39 +354,40 @@ fn unseen(w: Work, g: u32, rows: Rows) -> bool {
 }
 
 // The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
-// scores from `at`), its query's over both halves of the tile.
+// scores from `at`, a key's 16 on from the last's), its query's over both halves of the
+// tile.
 fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
     let ej = 32u * w.sg + w.half;
     for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
-            top = max(top, s_sh[at + j] * ks);
+            top = max(top, s_sh[at + 16u * j] * ks);
             e = min(e, e_sh[ej + j]);
         }
     }
-    top = max(top, subgroupShuffleXor(top, 1u));
-    e = min(e, subgroupShuffleXor(e, 1u));
+    top = max(top, subgroupShuffleXor(top, PAIR));
+    e = min(e, subgroupShuffleXor(e, PAIR));
     return Soft(top, e, 0.0);
 }
 
 // The lane's weights of the tile into its subgroup's p_sh as f16 parts P = w · 2^{e − e_j
 // + VB}, w = e^{s − m}; returns the sum of its w.
 fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
-    let to = 1024u * w.sg + w.q * KT + w.half;
+    let to = 4u * PB * w.sg + (w.half / 16u) * PB + w.q;
     let ej = 32u * w.sg + w.half;
     let scale = soft.e + VB;
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
         if ((bits >> j & 1u) != 0u) {
-            let wt = exp(s_sh[at + j] * ks - soft.m);
+            let wt = exp(s_sh[at + 16u * j] * ks - soft.m);
             sum += wt;
             pw = wt * pow2(scale - e_sh[ej + j]);
         }
         let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
-        p_sh[to + j] = f16(hi);
-        p_sh[to + 16u * KT + j] = f16(pw - hi);
+        p_sh[to + 16u * j] = f16(hi);
+        p_sh[to + 2u * PB + 16u * j] = f16(pw - hi);
     }
     return sum;
 }
@@ -392,12 +406,12 @@ fn value_sums(acc: Acc, pw: Weights, n: u32) -> Acc {
 // The sums times each query's factor (lane l's query's in `f`), through the subgroup's
 // region of s_sh.
 fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
-    let at = 512u * w.sg;
+    let at = SH * w.sg;
     let stride = 16u;
     let t = acc;
     coopStoreT(t, &s_sh[at], stride);
     subgroupBarrier();
-    let mine = at + w.q * 16u + 8u * (lane % 2u);
+    let mine = at + w.q * 16u + w.half / 2u;
     for (var i = 0u; i < 8u; i = i + 1u) {
         s_sh[mine + i] *= f;
     }
@@ -419,7 +433,7 @@ struct Out {
 // Dims 16 n … 16 n + 15 of the subgroup's sums, each query's times its factor, written:
 // with `direct` gated into z, else into the partials.
 fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
-    let at = 512u * w.sg;
+    let at = SH * w.sg;
     let fq = 16u * w.sg;
     let stride = 16u;
     let t = acc;
@@ -429,7 +443,7 @@ fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
         let r = o.r0 + w.q / GROUP;
         if (r <= o.last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
-                let dim = 8u * (lane % 2u) + i;
+                let dim = w.half / 2u + i;
                 let v = s_sh[at + w.q * 16u + dim] * f_sh[fq + w.q];
                 gate_one(r, w.c, w.q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
             }
@@ -560,13 +574,13 @@ fn sums_out(s: Sums, w: Work, lane: u32, o: Out) {
 // The subgroup's results out: the sums times 2^{−(e + VB)}, and 1/l when direct; else its
 // rows' m and l first.
 fn finish(sums: Sums, soft: Soft, w: Work, lane: u32, ch: u32, r0: u32, last: u32) {
-    let l = soft.l + subgroupShuffleXor(soft.l, 1u);
+    let l = soft.l + subgroupShuffleXor(soft.l, PAIR);
     var f = pow2(-(soft.e + VB));
     if (p.direct != 0u) {
         f /= l;
     }
     let fq = 16u * w.sg;
-    if (lane % 2u == 0u) {
+    if (lane < PAIR) {
         f_sh[fq + w.q] = f;
         ml_sh[fq + w.q] = vec2<f32>(soft.m, l);
     }
@@ -586,11 +600,11 @@ fn finish(sums: Sums, soft: Soft, w: Work, lane: u32, ch: u32, r0: u32, last: u3
 
 // The subgroup's weights of its tile, from its p_sh.
 fn weights(w: Work) -> Weights {
-    let at = 1024u * w.sg;
-    let h0 = coopLoadT<FragA>(&p_sh[at], KT);
-    let l0 = coopLoadT<FragA>(&p_sh[at + 16u * KT], KT);
-    let h1 = coopLoadT<FragA>(&p_sh[at + 16u], KT);
-    let l1 = coopLoadT<FragA>(&p_sh[at + 16u * KT + 16u], KT);
+    let at = 4u * PB * w.sg;
+    let h0 = coopLoad<FragA>(&p_sh[at], 16u);
+    let l0 = coopLoad<FragA>(&p_sh[at + 2u * PB], 16u);
+    let h1 = coopLoad<FragA>(&p_sh[at + PB], 16u);
+    let l1 = coopLoad<FragA>(&p_sh[at + 3u * PB], 16u);
     return Weights(h0, l0, h1, l1);
 }
 
@@ -639,7 +653,7 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
     // written), head q % 4; its half of each tile's keys.
-    let q = lane / 2u;
+    let q = lane % 16u;
     let rq = r0 + q / GROUP;
     let valid = rq <= last;
     let pos = p.pos0 + min(rq, last);
@@ -653,8 +667,8 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let qa = (c * rows16 + r0) * GROUP * p.d;
     let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
     let part_len = p.kv_heads * s.len * p.d;
-    let w = Work(c, s.base, qa, queries * p.d, part_len, sg, q, 16u * (lane % 2u));
-    let at = 512u * sg + q * KT + w.half;
+    let w = Work(c, s.base, qa, queries * p.d, part_len, sg, q, 16u * (lane / 16u));
+    let at = SH * sg + (lane / 16u) * SB + q;
     let zero = zero_acc(w, lane);
     var sums = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
     var soft = Soft(NONE, NO_E, 0.0);
