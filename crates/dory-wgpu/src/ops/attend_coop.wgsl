@@ -3,13 +3,14 @@
 // rows (16 queries), the scores Q·Kᵀ and the value sums P·V as cooperative products (16 ×
 // 16 × 16, f16 in, f32 accumulated), a tile of 32 keys at a time. Each tile's keys, then
 // its values, are copied into workgroup memory by the four subgroups together (each a
-// quarter of the fragments, all read before any is stored), so that a fragment leaves the
-// L2 once a workgroup: read by each subgroup from the buffer, the fragments took the L2's
-// whole bandwidth, 587 µs a dispatch at depth 4096 on an H100 against 489 staged
-// (bench/logs/h200-2026-12-07e, call-1 and call-2). Between the copies each subgroup keeps
-// its own pace: its scores, weights and sums go through regions of workgroup memory of its
-// own, and it waits only on itself (subgroupBarrier). Its queries' fragments are held
-// through the chunk (loaded each tile, the staged form ran 1.25× slower).
+// quarter of the fragments, read a step ahead, all before any is stored), so that a
+// fragment leaves the L2 once a workgroup: read by each subgroup from the buffer, the
+// fragments took the L2's whole bandwidth, 587 µs a dispatch at depth 4096 on an H100
+// against 489 staged (bench/logs/h200-2026-12-07e, call-1 and call-2). Between the copies
+// each subgroup keeps its own pace: its scores, weights and sums go through regions of
+// workgroup memory of its own, and it waits only on itself (subgroupBarrier). Its queries'
+// fragments are held through the chunk (loaded each tile, the staged form ran 1.25×
+// slower).
 //
 // Every operand is in f16 parts hi + lo that keep ~22 bits; a product of parts is hi·hi +
 // hi·lo + lo·hi (lo·lo is below f32's precision), so that spec §8's bounds hold as with f32
@@ -32,8 +33,9 @@
 // its softmax over half l / 16 of each tile's keys. The scores and weights sit in workgroup
 // memory key by key (a column of 16 queries each), the second half's 16 banks on from the
 // first's, so that the 32 lanes reading or writing a key of their halves meet 32 banks (read
-// by rows of 32 keys, lanes l and l + 2 met in one bank: 16 ways). The result is attend_rows.wgsl's: with
-// `direct` normalised and gated into z, else the partials in `part` for combine.wgsl.
+// by rows of 32 keys, lanes l and l + 2 met in one bank: 16 ways). The result is
+// attend_rows.wgsl's: with `direct` normalised and gated into z, else the partials in `part`
+// for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence structs of one fragment or accumulator per 16 dims of the head (d ≤ 128), stored
@@ -159,12 +161,6 @@ fn put_scores(t: Acc, at: u32) {
     coopStore(x, &s_sh[at], stride);
 }
 
-// The tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh, fragment
-// 4 j + sg by subgroup sg.
-fn stage(w: Work, src: u32) {
-    put_staged(fetch(w, src), w);
-}
-
 // Where the subgroup's fragment j of a tile's staged parts (hi from `src`) lies in kv: its
 // place 4 j + sg in kv_sh.
 fn staged_at(w: Work, src: u32, j: u32) -> u32 {
@@ -189,6 +185,8 @@ fn fetch_one(w: Work, src: u32, j: u32) -> FragB {
     return coopLoad<FragB>(&kv[staged_at(w, src, select(0u, j, j < d16()))], 16u);
 }
 
+// The subgroup's fragments of a tile's keys' or values' parts (hi from `src`, lo a part on),
+// read from the buffer (for put_staged).
 fn fetch(w: Work, src: u32) -> Staged {
     return Staged(
         fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
@@ -674,15 +672,24 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
     let qf = query(w);
-    for (var g = lo / KT * KT; g < hi; g = g + KT) {
-        if (unseen(w, g, skip)) {
-            continue;
-        }
+    // The tiles some row of the block sees are a run: those before it (outside every row's
+    // window) skipped here, the walk ending at the first past it. Each tile's values are
+    // loaded while its scores and weights are formed, and the next tile's keys while its
+    // value sums are, so that no copy waits on the L2 with nothing to do.
+    var g = lo / KT * KT;
+    while (g < hi && unseen(w, g, skip)) {
+        g = g + KT;
+    }
+    // (Where no tile is seen, the first is loaded and not used.)
+    var next = fetch(w, kv_tile(s.len, c, select(lo / KT * KT, g, g < hi), 0u));
+    for (var more = g < hi; more; g = g + KT) {
         // The tile's e_j, read before the keys are copied and stored after the scores, so
         // that its wait hides behind them.
         let ej = kv[4u * part_len + c * s.len + g + lane];
         let keys = kv_tile(s.len, c, g, 0u);
-        stage(w, keys);
+        put_staged(next, w);
+        // The values' parts follow the keys' two.
+        let values = fetch(w, 2u * part_len + keys);
         scores(w, zero, qf);
         e_sh[32u * sg + lane] = i32(f32(ej));
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
@@ -695,8 +702,11 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (r.rescale && started) {
             sums = sums_rescaled(sums, w, lane, r.f);
         }
-        // The values' parts follow the keys' two.
-        stage(w, 2u * part_len + keys);
+        put_staged(values, w);
+        more = g + KT < hi && !unseen(w, g + KT, skip);
+        if (more) {
+            next = fetch(w, kv_tile(s.len, c, g + KT, 0u));
+        }
         sums = sums_added(sums, weights(w));
         started = true;
     }
