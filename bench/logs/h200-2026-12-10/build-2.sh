@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The binaries call-2.sh runs, built here from the repository root: this tree's (attend_coop
-# with each tile's values and the next tile's keys read a step ahead), cbc2eea's (its
-# softmax's banks alone), 60ad744's (before either) and 69f7a76's; dory-wgpu-regs of this
-# tree, of cbc2eea and of cbc2eea with 60ad744's attend_coop.wgsl.
+# The binaries call-2.sh (or call-3.sh, its short form) runs, built here from the repository
+# root with attend-coop.patch applied to this tree first (`git apply
+# bench/logs/h200-2026-12-10/attend-coop.patch`: attend_coop's softmax off its bank
+# conflicts, each tile's values and the next tile's keys read a step ahead; taken off main
+# untested, the session's device time spent): this tree's binaries and GPU tests, cbc2eea's
+# (the banks alone), 60ad744's (before either; main's attend_coop) and 69f7a76's;
+# dory-wgpu-regs of this tree, of cbc2eea and of cbc2eea with 60ad744's attend_coop.wgsl.
 set -e
 rm -f .wgpu-carry/*
 bash bench/wgpu_h200.sh build 60ad744

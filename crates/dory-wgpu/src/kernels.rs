@@ -607,9 +607,9 @@ fn attend_coop_from_env() -> Option<usize> {
     }
 }
 
-/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 35,584 bytes, and the
+/// Bytes of workgroup memory attend_coop.wgsl takes (its own arrays, 34,048 bytes, and the
 /// libraries' it does not use, should a driver count them).
-pub const ATTEND_COOP_BYTES: u32 = 35_584 + 1024 + 4096;
+pub const ATTEND_COOP_BYTES: u32 = 34_048 + 1024 + 4096;
 
 /// A prompt's attention on the tensor cores: prep that also writes the queries' f16 parts,
 /// the keys' and values' parts (kv_parts.wgsl), and attend_coop.wgsl.

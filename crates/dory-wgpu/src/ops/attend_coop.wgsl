@@ -3,14 +3,13 @@
 // rows (16 queries), the scores Q·Kᵀ and the value sums P·V as cooperative products (16 ×
 // 16 × 16, f16 in, f32 accumulated), a tile of 32 keys at a time. Each tile's keys, then
 // its values, are copied into workgroup memory by the four subgroups together (each a
-// quarter of the fragments, read a step ahead, all before any is stored), so that a
-// fragment leaves the L2 once a workgroup: read by each subgroup from the buffer, the
-// fragments took the L2's whole bandwidth, 587 µs a dispatch at depth 4096 on an H100
-// against 489 staged (bench/logs/h200-2026-12-07e, call-1 and call-2). Between the copies
-// each subgroup keeps its own pace: its scores, weights and sums go through regions of
-// workgroup memory of its own, and it waits only on itself (subgroupBarrier). Its queries'
-// fragments are held through the chunk (loaded each tile, the staged form ran 1.25×
-// slower).
+// quarter of the fragments, all read before any is stored), so that a fragment leaves the
+// L2 once a workgroup: read by each subgroup from the buffer, the fragments took the L2's
+// whole bandwidth, 587 µs a dispatch at depth 4096 on an H100 against 489 staged
+// (bench/logs/h200-2026-12-07e, call-1 and call-2). Between the copies each subgroup keeps
+// its own pace: its scores, weights and sums go through regions of workgroup memory of its
+// own, and it waits only on itself (subgroupBarrier). Its queries' fragments are held
+// through the chunk (loaded each tile, the staged form ran 1.25× slower).
 //
 // Every operand is in f16 parts hi + lo that keep ~22 bits; a product of parts is hi·hi +
 // hi·lo + lo·hi (lo·lo is below f32's precision), so that spec §8's bounds hold as with f32
@@ -29,13 +28,9 @@
 // values are far below the query's largest loses to f16's underflow only what lies below
 // f32's precision of the sum.
 //
-// Lane l of a subgroup keeps query l mod 16 (row (l mod 16) / 4 of its four, head l mod 4):
-// its softmax over half l / 16 of each tile's keys. The scores and weights sit in workgroup
-// memory key by key (a column of 16 queries each), the second half's 16 banks on from the
-// first's, so that the 32 lanes reading or writing a key of their halves meet 32 banks (read
-// by rows of 32 keys, lanes l and l + 2 met in one bank: 16 ways). The result is
-// attend_rows.wgsl's: with `direct` normalised and gated into z, else the partials in `part`
-// for combine.wgsl.
+// Lane l of a subgroup keeps query l / 2 (row l / 8 of its four, head (l / 2) mod 4): its
+// softmax over half l mod 2 of each tile's keys. The result is attend_rows.wgsl's: with
+// `direct` normalised and gated into z, else the partials in `part` for combine.wgsl.
 //
 // naga 30 cannot hold cooperative matrices in arrays, nor store a `var` read in place:
 // hence structs of one fragment or accumulator per 16 dims of the head (d ≤ 128), stored
@@ -64,14 +59,6 @@ const BR: u32 = 4u;
 const SG: u32 = 4u;
 // Keys of a tile.
 const KT: u32 = 32u;
-// A subgroup's region of s_sh, where its scores of keys 16–31 start in it (16 banks on from
-// keys 0–15), and where a weights' fragment starts after the last in p_sh (halves; 16 banks
-// on).
-const SH: u32 = 544u;
-const SB: u32 = 272u;
-const PB: u32 = 288u;
-// The lane that holds the other half of a query's keys.
-const PAIR: u32 = 16u;
 // The lowest score: finite, so that exp(NONE − m) is 0 and never NaN.
 const NONE: f32 = -1.0e30;
 // How far a score may pass its query's m before the sums are rescaled: 8 ln 2.
@@ -83,16 +70,14 @@ const SLACK: i32 = 4;
 // e before any key: above every e_j, so that the first one sets it.
 const NO_E: i32 = 1000;
 
-// Each subgroup's scores of its tile from SH sg, keys 0–15 then (SB on) keys 16–31, each
-// [16 keys][16 queries]; once they are weighed, its 16 × 16 tile of sums being rescaled or
-// written out.
-var<workgroup> s_sh: array<f32, 2176>;
+// Each subgroup's scores of its tile, [16 queries][KT keys] from 512 sg; once they are
+// weighed, its 16 × 16 tile of sums being rescaled or written out.
+var<workgroup> s_sh: array<f32, 2048>;
 // The tile's keys' parts, then its values': hi of keys 0–15, of keys 16–31, then lo of
 // both, each a run of d/16 fragments.
 var<workgroup> kv_sh: array<f16, 8192>;
-// Each subgroup's weights of its tile from 4 PB sg, as A fragments of [16 keys][16
-// queries]: hi of keys 0–15, of keys 16–31 (PB on), then lo of both.
-var<workgroup> p_sh: array<f16, 4608>;
+// Each subgroup's weights of its tile, hi then lo ([2][16 queries][KT keys] from 1024 sg).
+var<workgroup> p_sh: array<f16, 4096>;
 // The tile's keys' e_j, each subgroup's copy (from 32 sg).
 var<workgroup> e_sh: array<i32, 128>;
 // Each query's factor on its sums as they are written, and its m and l for the partials.
@@ -138,10 +123,10 @@ struct Work {
 // An accumulator of zeros, through the subgroup's region of s_sh.
 fn zero_acc(w: Work, lane: u32) -> Acc {
     for (var i = lane; i < 256u; i = i + 32u) {
-        s_sh[SH * w.sg + i] = 0.0;
+        s_sh[512u * w.sg + i] = 0.0;
     }
     subgroupBarrier();
-    let zero = coopLoad<Acc>(&s_sh[SH * w.sg], 16u);
+    let zero = coopLoad<Acc>(&s_sh[512u * w.sg], 16u);
     subgroupBarrier();
     return zero;
 }
@@ -149,16 +134,22 @@ fn zero_acc(w: Work, lane: u32) -> Acc {
 // The subgroup's scores of the tile (staged in kv_sh) into its region of s_sh.
 fn scores(w: Work, zero: Acc, qf: Query) {
     let s = held_steps(Scores(zero, zero), qf);
-    let at = SH * w.sg;
+    let at = 512u * w.sg;
     put_scores(s.a, at);
-    put_scores(s.b, at + SB);
+    put_scores(s.b, at + 16u);
 }
 
-// A 16 × 16 tile of scores into s_sh from `at`, key by key.
+// A 16 × 16 tile of scores into s_sh from `at`.
 fn put_scores(t: Acc, at: u32) {
-    let stride = 16u;
+    let stride = KT;
     let x = t;
-    coopStore(x, &s_sh[at], stride);
+    coopStoreT(x, &s_sh[at], stride);
+}
+
+// The tile's keys' or values' parts (hi from `src`, lo a part on) into kv_sh, fragment
+// 4 j + sg by subgroup sg.
+fn stage(w: Work, src: u32) {
+    put_staged(fetch(w, src), w);
 }
 
 // Where the subgroup's fragment j of a tile's staged parts (hi from `src`) lies in kv: its
@@ -185,8 +176,6 @@ fn fetch_one(w: Work, src: u32, j: u32) -> FragB {
     return coopLoad<FragB>(&kv[staged_at(w, src, select(0u, j, j < d16()))], 16u);
 }
 
-// The subgroup's fragments of a tile's keys' or values' parts (hi from `src`, lo a part on),
-// read from the buffer (for put_staged).
 fn fetch(w: Work, src: u32) -> Staged {
     return Staged(
         fetch_one(w, src, 0u), fetch_one(w, src, 1u), fetch_one(w, src, 2u), fetch_one(w, src, 3u),
@@ -352,40 +341,39 @@ fn unseen(w: Work, g: u32, rows: Rows) -> bool {
 }
 
 // The tile's largest score and smallest e_j among the lane's visible keys (`bits`; its
-// scores from `at`, a key's 16 on from the last's), its query's over both halves of the
-// tile.
+// scores from `at`), its query's over both halves of the tile.
 fn tile_top(w: Work, at: u32, bits: u32, ks: f32) -> Soft {
     var top = NONE;
     var e = NO_E;
     let ej = 32u * w.sg + w.half;
     for (var j = 0u; j < 16u; j = j + 1u) {
         if ((bits >> j & 1u) != 0u) {
-            top = max(top, s_sh[at + 16u * j] * ks);
+            top = max(top, s_sh[at + j] * ks);
             e = min(e, e_sh[ej + j]);
         }
     }
-    top = max(top, subgroupShuffleXor(top, PAIR));
-    e = min(e, subgroupShuffleXor(e, PAIR));
+    top = max(top, subgroupShuffleXor(top, 1u));
+    e = min(e, subgroupShuffleXor(e, 1u));
     return Soft(top, e, 0.0);
 }
 
 // The lane's weights of the tile into its subgroup's p_sh as f16 parts P = w · 2^{e − e_j
 // + VB}, w = e^{s − m}; returns the sum of its w.
 fn weigh(w: Work, at: u32, bits: u32, ks: f32, soft: Soft) -> f32 {
-    let to = 4u * PB * w.sg + (w.half / 16u) * PB + w.q;
+    let to = 1024u * w.sg + w.q * KT + w.half;
     let ej = 32u * w.sg + w.half;
     let scale = soft.e + VB;
     var sum = 0.0;
     for (var j = 0u; j < 16u; j = j + 1u) {
         var pw = 0.0;
         if ((bits >> j & 1u) != 0u) {
-            let wt = exp(s_sh[at + 16u * j] * ks - soft.m);
+            let wt = exp(s_sh[at + j] * ks - soft.m);
             sum += wt;
             pw = wt * pow2(scale - e_sh[ej + j]);
         }
         let hi = bitcast<f32>(bitcast<u32>(pw) & 0xffffe000u);
-        p_sh[to + 16u * j] = f16(hi);
-        p_sh[to + 2u * PB + 16u * j] = f16(pw - hi);
+        p_sh[to + j] = f16(hi);
+        p_sh[to + 16u * KT + j] = f16(pw - hi);
     }
     return sum;
 }
@@ -404,12 +392,12 @@ fn value_sums(acc: Acc, pw: Weights, n: u32) -> Acc {
 // The sums times each query's factor (lane l's query's in `f`), through the subgroup's
 // region of s_sh.
 fn rescaled(acc: Acc, w: Work, lane: u32, f: f32) -> Acc {
-    let at = SH * w.sg;
+    let at = 512u * w.sg;
     let stride = 16u;
     let t = acc;
     coopStoreT(t, &s_sh[at], stride);
     subgroupBarrier();
-    let mine = at + w.q * 16u + w.half / 2u;
+    let mine = at + w.q * 16u + 8u * (lane % 2u);
     for (var i = 0u; i < 8u; i = i + 1u) {
         s_sh[mine + i] *= f;
     }
@@ -431,7 +419,7 @@ struct Out {
 // Dims 16 n … 16 n + 15 of the subgroup's sums, each query's times its factor, written:
 // with `direct` gated into z, else into the partials.
 fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
-    let at = SH * w.sg;
+    let at = 512u * w.sg;
     let fq = 16u * w.sg;
     let stride = 16u;
     let t = acc;
@@ -441,7 +429,7 @@ fn put_sums(acc: Acc, w: Work, lane: u32, o: Out, n: u32) {
         let r = o.r0 + w.q / GROUP;
         if (r <= o.last) {
             for (var i = 0u; i < 8u; i = i + 1u) {
-                let dim = w.half / 2u + i;
+                let dim = 8u * (lane % 2u) + i;
                 let v = s_sh[at + w.q * 16u + dim] * f_sh[fq + w.q];
                 gate_one(r, w.c, w.q % GROUP, p.kv_heads, p.d, 16u * n + dim, v);
             }
@@ -572,13 +560,13 @@ fn sums_out(s: Sums, w: Work, lane: u32, o: Out) {
 // The subgroup's results out: the sums times 2^{−(e + VB)}, and 1/l when direct; else its
 // rows' m and l first.
 fn finish(sums: Sums, soft: Soft, w: Work, lane: u32, ch: u32, r0: u32, last: u32) {
-    let l = soft.l + subgroupShuffleXor(soft.l, PAIR);
+    let l = soft.l + subgroupShuffleXor(soft.l, 1u);
     var f = pow2(-(soft.e + VB));
     if (p.direct != 0u) {
         f /= l;
     }
     let fq = 16u * w.sg;
-    if (lane < PAIR) {
+    if (lane % 2u == 0u) {
         f_sh[fq + w.q] = f;
         ml_sh[fq + w.q] = vec2<f32>(soft.m, l);
     }
@@ -598,11 +586,11 @@ fn finish(sums: Sums, soft: Soft, w: Work, lane: u32, ch: u32, r0: u32, last: u3
 
 // The subgroup's weights of its tile, from its p_sh.
 fn weights(w: Work) -> Weights {
-    let at = 4u * PB * w.sg;
-    let h0 = coopLoad<FragA>(&p_sh[at], 16u);
-    let l0 = coopLoad<FragA>(&p_sh[at + 2u * PB], 16u);
-    let h1 = coopLoad<FragA>(&p_sh[at + PB], 16u);
-    let l1 = coopLoad<FragA>(&p_sh[at + 3u * PB], 16u);
+    let at = 1024u * w.sg;
+    let h0 = coopLoadT<FragA>(&p_sh[at], KT);
+    let l0 = coopLoadT<FragA>(&p_sh[at + 16u * KT], KT);
+    let h1 = coopLoadT<FragA>(&p_sh[at + 16u], KT);
+    let l1 = coopLoadT<FragA>(&p_sh[at + 16u * KT + 16u], KT);
     return Weights(h0, l0, h1, l1);
 }
 
@@ -651,7 +639,7 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     // The lane's query: row r0 + q / 4 (past the prompt's end: nothing seen, nothing
     // written), head q % 4; its half of each tile's keys.
-    let q = lane % 16u;
+    let q = lane / 2u;
     let rq = r0 + q / GROUP;
     let valid = rq <= last;
     let pos = p.pos0 + min(rq, last);
@@ -665,31 +653,22 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let qa = (c * rows16 + r0) * GROUP * p.d;
     let ks = p.scale * qw[queries * p.d + (c * rows16 + rq) * GROUP + q % GROUP] / 4096.0;
     let part_len = p.kv_heads * s.len * p.d;
-    let w = Work(c, s.base, qa, queries * p.d, part_len, sg, q, 16u * (lane / 16u));
-    let at = SH * sg + (lane / 16u) * SB + q;
+    let w = Work(c, s.base, qa, queries * p.d, part_len, sg, q, 16u * (lane % 2u));
+    let at = 512u * sg + q * KT + w.half;
     let zero = zero_acc(w, lane);
     var sums = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
     var soft = Soft(NONE, NO_E, 0.0);
     var started = false;
     let qf = query(w);
-    // The tiles some row of the block sees are a run: those before it (outside every row's
-    // window) skipped here, the walk ending at the first past it. Each tile's values are
-    // loaded while its scores and weights are formed, and the next tile's keys while its
-    // value sums are, so that no copy waits on the L2 with nothing to do.
-    var g = lo / KT * KT;
-    while (g < hi && unseen(w, g, skip)) {
-        g = g + KT;
-    }
-    // (Where no tile is seen, the first is loaded and not used.)
-    var next = fetch(w, kv_tile(s.len, c, select(lo / KT * KT, g, g < hi), 0u));
-    for (var more = g < hi; more; g = g + KT) {
+    for (var g = lo / KT * KT; g < hi; g = g + KT) {
+        if (unseen(w, g, skip)) {
+            continue;
+        }
         // The tile's e_j, read before the keys are copied and stored after the scores, so
         // that its wait hides behind them.
         let ej = kv[4u * part_len + c * s.len + g + lane];
         let keys = kv_tile(s.len, c, g, 0u);
-        put_staged(next, w);
-        // The values' parts follow the keys' two.
-        let values = fetch(w, 2u * part_len + keys);
+        stage(w, keys);
         scores(w, zero, qf);
         e_sh[32u * sg + lane] = i32(f32(ej));
         let bits = visible(w, g, lo, hi, rows, sn, pos, valid);
@@ -702,11 +681,8 @@ fn attend_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
         if (r.rescale && started) {
             sums = sums_rescaled(sums, w, lane, r.f);
         }
-        put_staged(values, w);
-        more = g + KT < hi && !unseen(w, g + KT, skip);
-        if (more) {
-            next = fetch(w, kv_tile(s.len, c, g + KT, 0u));
-        }
+        // The values' parts follow the keys' two.
+        stage(w, 2u * part_len + keys);
         sums = sums_added(sums, weights(w));
         started = true;
     }
