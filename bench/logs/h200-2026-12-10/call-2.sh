@@ -8,13 +8,14 @@
 # cbc2eea banks, this tree new): the larger config's GPU time by kernel of pp512 at depths 0
 # and 4096, its pp512 + tg64 at depth 0, and pp512 at 4096 (old, new). Last, dory-tiny's pp512
 # under 69f7a76 and this tree (call 1 measured 69f7a76 4–9 % faster): its GPU time by
-# kernel. (Trimmed to the session's device time left.)
-# Build here first: bench/logs/h200-2026-12-10/build-2.sh; carry [".gl", ".wgpu-carry"].
+# kernel.
+# Build here first: `git apply bench/logs/h200-2026-12-10/attend-coop.patch`, then
+# bench/logs/h200-2026-12-10/build-2.sh; carry [".gl", ".wgpu-carry"].
 cd "$(dirname "$0")/../../.."  # the repository root
 source bench/device_setup.sh
 mkdir -p $OUT/a $OUT/ir
 echo "== regs" >> $OUT/a/regs.txt
-timeout 60 .wgpu-carry/dory-wgpu-regs attend gemm split residual prep kv_parts >> $OUT/a/regs.txt 2>&1
+timeout 90 .wgpu-carry/dory-wgpu-regs >> $OUT/a/regs.txt 2>&1
 for r in cbc2eea 60ad744; do
     echo "== regs-$r" >> $OUT/a/regs.txt
     timeout 60 .wgpu-carry/dory-wgpu-regs-$r attend_coop >> $OUT/a/regs.txt 2>&1

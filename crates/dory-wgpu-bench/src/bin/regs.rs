@@ -137,7 +137,41 @@ fn run() -> Result<bool> {
     let instance = Instance(instance);
     let vki = &instance.0;
 
-    // The device: DORY_REGS_ADAPTER's, else the first that is no CPU, else the first.
+    let picked = pick(vki)?;
+    let mut offer = offer(vki, &picked)?;
+    let options = options(&entry, vki, &picked, &offer, args.q8);
+    let mut out = std::io::stdout().lock();
+    header(&mut out, vki, &picked, &offer, options)?;
+    let device = open(vki, &picked, &mut offer)?;
+    let pep = khr::pipeline_executable_properties::Device::new(vki, &device.0);
+
+    let spv_options = spv_options(&offer.feats, options, offer.subgroups, offer.has_robust2);
+    let builder = Builder {
+        device: &device.0,
+        pep: &pep,
+        ir: args.ir.clone(),
+        push_bytes: picked.props.limits.max_push_constants_size.min(256),
+        // wgpu-hal asks for it wherever wgpu's SUBGROUP feature is on (the engine asks for that).
+        varying: offer.subgroups && offer.feats.v13.subgroup_size_control != 0,
+    };
+    if let Some(dir) = &args.ir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    kernels(&mut out, &builder, &args.names, options, &spv_options)
+}
+
+/// The physical device picked, with what the later steps read of it.
+struct Picked {
+    phd: vk::PhysicalDevice,
+    props: vk::PhysicalDeviceProperties,
+    name: String,
+    /// Every device's name, for the errors that say which there are.
+    all: String,
+}
+
+/// The device: DORY_REGS_ADAPTER's, else the first that is no CPU, else the first; it must
+/// offer Vulkan 1.3.
+fn pick(vki: &ash::Instance) -> Result<Picked> {
     let phds = unsafe { vki.enumerate_physical_devices() }.map_err(|e| anyhow!("vkEnumeratePhysicalDevices: {e}"))?;
     let named: Vec<_> = phds
         .iter()
@@ -146,12 +180,12 @@ fn run() -> Result<bool> {
             (p, props, c_str(props.device_name_as_c_str()))
         })
         .collect();
-    let all = || named.iter().map(|(_, _, n)| n.as_str()).collect::<Vec<_>>().join(", ");
+    let all = named.iter().map(|(_, _, n)| n.as_str()).collect::<Vec<_>>().join(", ");
     let &(phd, props, ref name) = match std::env::var("DORY_REGS_ADAPTER") {
         Ok(want) => named
             .iter()
             .find(|(_, _, n)| n.contains(&want))
-            .ok_or_else(|| anyhow!("no Vulkan device's name contains {want:?} (devices: {})", all()))?,
+            .ok_or_else(|| anyhow!("no Vulkan device's name contains {want:?} (devices: {all})"))?,
         Err(_) => named
             .iter()
             .find(|(_, p, _)| p.device_type != vk::PhysicalDeviceType::CPU)
@@ -161,7 +195,23 @@ fn run() -> Result<bool> {
     if props.api_version < vk::API_VERSION_1_3 {
         bail!("{name} offers Vulkan {}; this tool needs 1.3", version(props.api_version));
     }
+    Ok(Picked { phd, props, name: name.clone(), all })
+}
 
+/// What the device offers that this tool and the engine read.
+struct Offer {
+    feats: Features,
+    has_coop: bool,
+    has_robust2: bool,
+    /// wgpu's SUBGROUP feature (the operations and stages wgpu-hal asks for).
+    subgroups: bool,
+    /// The smallest and largest subgroup sizes.
+    sizes: (u32, u32),
+}
+
+/// The device's extensions, features and properties, queried.
+fn offer(vki: &ash::Instance, picked: &Picked) -> Result<Offer> {
+    let Picked { phd, ref name, .. } = *picked;
     let exts = unsafe { vki.enumerate_device_extension_properties(phd) }
         .map_err(|e| anyhow!("vkEnumerateDeviceExtensionProperties: {e}"))?;
     let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
@@ -170,7 +220,7 @@ fn run() -> Result<bool> {
             "{name} ({}) does not offer VK_KHR_pipeline_executable_properties, through which this tool reads \
              what the driver compiled (devices: {})",
             driver_text(vki, phd),
-            all()
+            picked.all
         );
     }
     let (has_coop, has_robust2) = (has(khr::cooperative_matrix::NAME), has(ext::robustness2::NAME));
@@ -190,9 +240,8 @@ fn run() -> Result<bool> {
     let mut v13p = vk::PhysicalDeviceVulkan13Properties::default();
     let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v11p).push_next(&mut v13p);
     unsafe { vki.get_physical_device_properties2(phd, &mut props2) };
-    let limits = props.limits;
 
-    // What wgpu would offer the engine (wgpu-hal's adapter.rs) and what device.rs takes.
+    // What wgpu would offer the engine (wgpu-hal's adapter.rs).
     let ops = vk::SubgroupFeatureFlags::BASIC
         | vk::SubgroupFeatureFlags::VOTE
         | vk::SubgroupFeatureFlags::ARITHMETIC
@@ -203,6 +252,13 @@ fn run() -> Result<bool> {
     let subgroups = v11p.subgroup_supported_operations.contains(ops)
         && v11p.subgroup_supported_stages.contains(vk::ShaderStageFlags::COMPUTE | vk::ShaderStageFlags::FRAGMENT);
     let sizes = (v13p.min_subgroup_size, v13p.max_subgroup_size);
+    Ok(Offer { feats, has_coop, has_robust2, subgroups, sizes })
+}
+
+/// The options the engine would choose on the device (device.rs), the subgroup probe
+/// assumed to pass.
+fn options(entry: &ash::Entry, vki: &ash::Instance, picked: &Picked, offer: &Offer, q8: bool) -> Options {
+    let Offer { ref feats, subgroups, sizes, .. } = *offer;
     let f16 = feats.v12.shader_float16 != 0
         && feats.v11.storage_buffer16_bit_access != 0
         && feats.v11.uniform_and_storage_buffer16_bit_access != 0;
@@ -213,28 +269,33 @@ fn run() -> Result<bool> {
         && feats.v12.vulkan_memory_model != 0
         && feats.v12.vulkan_memory_model_device_scope != 0
         && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
-        && coop_16x16x16(&entry, vki, phd);
+        && coop_16x16x16(entry, vki, picked.phd);
     let reduce = if subgroups { Reduce::Subgroup } else { Reduce::Shared };
     let asked = std::env::var("DORY_WGPU_SUBGROUP").map_or(true, |v| v != "0");
     let subgroup = if asked && subgroups && sizes.0 == sizes.1 { sizes.0 } else { 0 };
     let checks = std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1");
-    let workgroup_bytes = limits.max_compute_shared_memory_size;
-    let mut options = Options { q8: args.q8, subgroup, checks, ..Options::new(reduce, coop, workgroup_bytes) };
-    if props.device_type == vk::PhysicalDeviceType::CPU {
-        options = options.on_cpu();
+    let workgroup_bytes = picked.props.limits.max_compute_shared_memory_size;
+    let options = Options { q8, subgroup, checks, ..Options::new(reduce, coop, workgroup_bytes) };
+    if picked.props.device_type == vk::PhysicalDeviceType::CPU {
+        options.on_cpu()
+    } else {
+        options
     }
+}
 
-    let mut out = std::io::stdout().lock();
+/// The two header lines: the device, then the options.
+fn header(out: &mut impl Write, vki: &ash::Instance, picked: &Picked, offer: &Offer, options: Options) -> Result<()> {
+    let Picked { phd, props, ref name, .. } = *picked;
     writeln!(
         out,
         "# device: {name} ({:?}), {}, Vulkan {}, subgroups {}-{}, workgroup memory {} B, push constants {} B",
         props.device_type,
         driver_text(vki, phd),
         version(props.api_version),
-        sizes.0,
-        sizes.1,
-        workgroup_bytes,
-        limits.max_push_constants_size
+        offer.sizes.0,
+        offer.sizes.1,
+        props.limits.max_compute_shared_memory_size,
+        props.limits.max_push_constants_size
     )?;
     writeln!(
         out,
@@ -248,51 +309,52 @@ fn run() -> Result<bool> {
         options.gemv1,
         options.attend_coop
     )?;
+    Ok(())
+}
 
-    // The device: every supported feature of the chain enabled, as queried.
-    let family = unsafe { vki.get_physical_device_queue_family_properties(phd) }
+/// The device: every supported feature of the chain enabled, as queried, and the
+/// extensions this tool reads through and wgpu enables.
+fn open(vki: &ash::Instance, picked: &Picked, offer: &mut Offer) -> Result<Device> {
+    let family = unsafe { vki.get_physical_device_queue_family_properties(picked.phd) }
         .iter()
         .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-        .ok_or_else(|| anyhow!("{name} has no compute queue"))? as u32;
+        .ok_or_else(|| anyhow!("{} has no compute queue", picked.name))? as u32;
     let mut names = vec![khr::pipeline_executable_properties::NAME.as_ptr()];
-    if has_coop {
+    if offer.has_coop {
         names.push(khr::cooperative_matrix::NAME.as_ptr());
     }
-    if has_robust2 {
+    if offer.has_robust2 {
         names.push(ext::robustness2::NAME.as_ptr());
     }
     let queue = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&[1.0])];
-    let mut chain = feats.chain();
+    let mut chain = offer.feats.chain();
     let info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queue)
         .enabled_extension_names(&names)
         .push_next(&mut chain);
-    let device = Device(unsafe { vki.create_device(phd, &info, None) }.map_err(|e| anyhow!("vkCreateDevice: {e}"))?);
-    let pep = khr::pipeline_executable_properties::Device::new(vki, &device.0);
+    let device = unsafe { vki.create_device(picked.phd, &info, None) }.map_err(|e| anyhow!("vkCreateDevice: {e}"))?;
+    Ok(Device(device))
+}
 
-    let spv_options = spv_options(&feats, options, subgroups, has_robust2);
-    let builder = Builder {
-        device: &device.0,
-        pep: &pep,
-        ir: args.ir.clone(),
-        push_bytes: limits.max_push_constants_size.min(256),
-        // wgpu-hal asks for it wherever wgpu's SUBGROUP feature is on (the engine asks for that).
-        varying: subgroups && feats.v13.subgroup_size_control != 0,
-    };
-    if let Some(dir) = &args.ir {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-
+/// Each of the plan's kernels that NAMEs keep, built and its line written (or its error);
+/// whether all were built.
+fn kernels(
+    out: &mut impl Write,
+    builder: &Builder,
+    names: &[String],
+    options: Options,
+    spv_options: &spv::Options,
+) -> Result<bool> {
     let plan = Kernels::plan(options);
     let mut parsed: HashMap<&str, Result<(naga::Module, naga::valid::ModuleInfo), String>> = HashMap::new();
     let mut ok = true;
     let mut shown = 0;
-    for spec in plan.specs.iter().filter(|s| args.names.is_empty() || args.names.iter().any(|n| s.name.contains(n))) {
+    for spec in plan.specs.iter().filter(|s| names.is_empty() || names.iter().any(|n| s.name.contains(n))) {
         shown += 1;
         let m = spec.module;
         let module = parsed.entry(m.name).or_insert_with(|| parse(&module_text(m, options.reduce)));
         let line = match module {
-            Ok((module, info)) => builder.kernel(spec, module, info, &spv_options),
+            Ok((module, info)) => builder.kernel(spec, module, info, spv_options),
             Err(e) => Err(e.clone()),
         };
         match line {
@@ -304,7 +366,7 @@ fn run() -> Result<bool> {
         }
     }
     if shown == 0 {
-        bail!("no kernel's name contains any of {:?}", args.names);
+        bail!("no kernel's name contains any of {names:?}");
     }
     Ok(ok)
 }
@@ -345,6 +407,37 @@ fn coop_16x16x16(entry: &ash::Entry, vki: &ash::Instance, phd: vk::PhysicalDevic
 /// that does not zero its workgroup memory), for the features the engine asks for: its
 /// capabilities matter where naga picks an instruction or a polyfill by them.
 fn spv_options(feats: &Features, options: Options, subgroups: bool, robust2: bool) -> spv::Options<'static> {
+    let (index, buffer) = if options.checks {
+        use naga::proc::BoundsCheckPolicy as P;
+        (P::Restrict, if robust2 { P::Unchecked } else { P::Restrict })
+    } else {
+        (naga::proc::BoundsCheckPolicy::Unchecked, naga::proc::BoundsCheckPolicy::Unchecked)
+    };
+    spv::Options {
+        lang_version: (1, 6),
+        // DEBUG only under wgpu's debug flag (not in a release build).
+        flags: spv::WriterFlags::LABEL_VARYINGS | spv::WriterFlags::FORCE_POINT_SIZE,
+        capabilities: Some(capabilities(feats, options, subgroups).into_iter().collect()),
+        bounds_check_policies: naga::proc::BoundsCheckPolicies {
+            index,
+            buffer,
+            image_load: index,
+            binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
+        },
+        zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::None,
+        force_loop_bounding: options.checks,
+        ray_query_initialization_tracking: options.checks,
+        use_storage_input_output_16: options.coop && feats.v11.storage_input_output16 != 0,
+        fake_missing_bindings: false,
+        task_dispatch_limits: None,
+        mesh_shader_primitive_indices_clamp: options.checks,
+        emit_int_div_checks: options.checks,
+        ..Default::default()
+    }
+}
+
+/// The SPIR-V capabilities of the features wgpu enables for the engine (`spv_options`).
+fn capabilities(feats: &Features, options: Options, subgroups: bool) -> Vec<spv::Capability> {
     use spv::Capability as C;
     let mut caps = vec![
         C::Shader,
@@ -381,33 +474,7 @@ fn spv_options(feats: &Features, options: Options, subgroups: bool, robust2: boo
     if feats.v12.shader_int8 != 0 {
         caps.push(C::Int8);
     }
-    let (index, buffer) = if options.checks {
-        use naga::proc::BoundsCheckPolicy as P;
-        (P::Restrict, if robust2 { P::Unchecked } else { P::Restrict })
-    } else {
-        (naga::proc::BoundsCheckPolicy::Unchecked, naga::proc::BoundsCheckPolicy::Unchecked)
-    };
-    spv::Options {
-        lang_version: (1, 6),
-        // DEBUG only under wgpu's debug flag (not in a release build).
-        flags: spv::WriterFlags::LABEL_VARYINGS | spv::WriterFlags::FORCE_POINT_SIZE,
-        capabilities: Some(caps.into_iter().collect()),
-        bounds_check_policies: naga::proc::BoundsCheckPolicies {
-            index,
-            buffer,
-            image_load: index,
-            binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
-        },
-        zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::None,
-        force_loop_bounding: options.checks,
-        ray_query_initialization_tracking: options.checks,
-        use_storage_input_output_16: options.coop && feats.v11.storage_input_output16 != 0,
-        fake_missing_bindings: false,
-        task_dispatch_limits: None,
-        mesh_shader_primitive_indices_clamp: options.checks,
-        emit_int_div_checks: options.checks,
-        ..Default::default()
-    }
+    caps
 }
 
 /// A module's text parsed and validated, as wgpu-core does.
@@ -467,29 +534,7 @@ impl Builder<'_> {
             .iter()
             .position(|e| e.stage == stage && e.name == spec.entry)
             .ok_or_else(|| format!("no entry point {}", spec.entry))?;
-        let uses = info.get_entry_point(ep);
-        // The entry point's bindings, packed in order of their numbers as wgpu-hal packs a
-        // layout's entries (its `binding_map`), and their workgroup memory.
-        let mut bindings: Vec<(naga::ResourceBinding, vk::DescriptorType)> = vec![];
-        let mut layouter = naga::proc::Layouter::default();
-        layouter.update(module.to_ctx()).map_err(|e| format!("naga: layout: {e}"))?;
-        let mut workgroup_bytes = 0;
-        for (_, var) in module.global_variables.iter().filter(|(h, _)| !uses[*h].is_empty()) {
-            if var.space == naga::AddressSpace::WorkGroup {
-                workgroup_bytes += layouter[var.ty].size;
-            }
-            let Some(rb) = var.binding else { continue };
-            let ty = match var.space {
-                naga::AddressSpace::Storage { .. } => vk::DescriptorType::STORAGE_BUFFER,
-                naga::AddressSpace::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
-                s => return Err(format!("binding {rb:?} in {s:?}: only buffers are laid out")),
-            };
-            if rb.group != 0 {
-                return Err(format!("binding {rb:?}: only group 0 is laid out"));
-            }
-            bindings.push((rb, ty));
-        }
-        bindings.sort_by_key(|(rb, _)| rb.binding);
+        let (bindings, workgroup_bytes) = bindings(&module, info.get_entry_point(ep))?;
         let binding_map: spv::BindingMap = bindings
             .iter()
             .enumerate()
@@ -514,6 +559,26 @@ impl Builder<'_> {
     /// writing its representations under `--ir`; destroys what it made, failing or not.
     fn statistics(&self, spec: &Spec, words: &[u32], types: &[vk::DescriptorType]) -> Result<Vec<String>, String> {
         let d = self.device;
+        // Each guard lives to the end of this function, past the pipeline's last use, and
+        // they drop in the reverse order of their making (the pipeline first).
+        let set = self.set_layout(types)?;
+        let _set = Defer(|| unsafe { d.destroy_descriptor_set_layout(set, None) });
+        let push = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(self.push_bytes)];
+        let sets = [set];
+        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&sets).push_constant_ranges(&push);
+        let layout =
+            unsafe { d.create_pipeline_layout(&layout_info, None) }.map_err(vk_err("vkCreatePipelineLayout"))?;
+        let _layout = Defer(|| unsafe { d.destroy_pipeline_layout(layout, None) });
+        let shader = unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None) }
+            .map_err(vk_err("vkCreateShaderModule"))?;
+        let _shader = Defer(|| unsafe { d.destroy_shader_module(shader, None) });
+        let pipeline = self.pipeline(spec, shader, layout)?;
+        let _pipeline = Defer(|| unsafe { d.destroy_pipeline(pipeline, None) });
+        self.executables(spec, pipeline)
+    }
+
+    /// The descriptor set layout of one buffer binding per type, numbered in order.
+    fn set_layout(&self, types: &[vk::DescriptorType]) -> Result<vk::DescriptorSetLayout, String> {
         let set_bindings: Vec<_> = types
             .iter()
             .enumerate()
@@ -526,19 +591,19 @@ impl Builder<'_> {
             })
             .collect();
         let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&set_bindings);
-        let set = unsafe { d.create_descriptor_set_layout(&set_info, None) }
-            .map_err(vk_err("vkCreateDescriptorSetLayout"))?;
-        let _set = Defer(|| unsafe { d.destroy_descriptor_set_layout(set, None) });
-        let push = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(self.push_bytes)];
-        let sets = [set];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&sets).push_constant_ranges(&push);
-        let layout =
-            unsafe { d.create_pipeline_layout(&layout_info, None) }.map_err(vk_err("vkCreatePipelineLayout"))?;
-        let _layout = Defer(|| unsafe { d.destroy_pipeline_layout(layout, None) });
-        let shader = unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None) }
-            .map_err(vk_err("vkCreateShaderModule"))?;
-        let _shader = Defer(|| unsafe { d.destroy_shader_module(shader, None) });
+        unsafe { self.device.create_descriptor_set_layout(&set_info, None) }
+            .map_err(vk_err("vkCreateDescriptorSetLayout"))
+    }
 
+    /// The compute pipeline, made to capture its statistics (and, under `--ir`, its internal
+    /// representations); the caller destroys it.
+    fn pipeline(
+        &self,
+        spec: &Spec,
+        shader: vk::ShaderModule,
+        layout: vk::PipelineLayout,
+    ) -> Result<vk::Pipeline, String> {
+        let d = self.device;
         let entry = CString::new(spec.entry).map_err(|e| e.to_string())?;
         let mut stage_flags = vk::PipelineShaderStageCreateFlags::empty();
         if self.varying {
@@ -554,17 +619,20 @@ impl Builder<'_> {
             flags |= vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR;
         }
         let info = [vk::ComputePipelineCreateInfo::default().flags(flags).stage(stage).layout(layout)];
-        let pipeline = match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) } {
-            Ok(p) => p[0],
+        match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) } {
+            Ok(p) => Ok(p[0]),
             Err((made, e)) => {
                 for p in made.into_iter().filter(|p| *p != vk::Pipeline::null()) {
                     unsafe { d.destroy_pipeline(p, None) };
                 }
-                return Err(format!("vkCreateComputePipelines: {e}"));
+                Err(format!("vkCreateComputePipelines: {e}"))
             }
-        };
-        let _pipeline = Defer(|| unsafe { d.destroy_pipeline(pipeline, None) });
+        }
+    }
 
+    /// Each of the pipeline's executables' fields (`\tname=value`…), after writing its
+    /// representations under `--ir`.
+    fn executables(&self, spec: &Spec, pipeline: vk::Pipeline) -> Result<Vec<String>, String> {
         let executables =
             unsafe { self.pep.get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline)) }
                 .map_err(vk_err("vkGetPipelineExecutablePropertiesKHR"))?;
@@ -578,17 +646,7 @@ impl Builder<'_> {
             let stats = unsafe { self.pep.get_pipeline_executable_statistics(&at) }
                 .map_err(vk_err("vkGetPipelineExecutableStatisticsKHR"))?;
             for s in &stats {
-                // SAFETY: the union's member is the one `format` names.
-                let value = unsafe {
-                    match s.format {
-                        vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
-                        vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
-                        vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
-                        vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => s.value.f64.to_string(),
-                        f => format!("?{f:?}"),
-                    }
-                };
-                text += &format!("\t{}={value}", c_str(s.name_as_c_str()));
+                text += &format!("\t{}={}", c_str(s.name_as_c_str()), statistic(s));
             }
             if let Some(dir) = &self.ir {
                 for (name, bytes) in self.representations(&at)? {
@@ -640,6 +698,49 @@ impl Builder<'_> {
                 (c_str(r.name_as_c_str()), d)
             })
             .collect())
+    }
+}
+
+/// The entry point's bindings, packed in order of their numbers as wgpu-hal packs a
+/// layout's entries (its `binding_map`), and their workgroup memory.
+fn bindings(
+    module: &naga::Module,
+    uses: &naga::valid::FunctionInfo,
+) -> Result<(Vec<(naga::ResourceBinding, vk::DescriptorType)>, u32), String> {
+    let mut bindings: Vec<(naga::ResourceBinding, vk::DescriptorType)> = vec![];
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).map_err(|e| format!("naga: layout: {e}"))?;
+    let mut workgroup_bytes = 0;
+    for (_, var) in module.global_variables.iter().filter(|(h, _)| !uses[*h].is_empty()) {
+        if var.space == naga::AddressSpace::WorkGroup {
+            workgroup_bytes += layouter[var.ty].size;
+        }
+        let Some(rb) = var.binding else { continue };
+        let ty = match var.space {
+            naga::AddressSpace::Storage { .. } => vk::DescriptorType::STORAGE_BUFFER,
+            naga::AddressSpace::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
+            s => return Err(format!("binding {rb:?} in {s:?}: only buffers are laid out")),
+        };
+        if rb.group != 0 {
+            return Err(format!("binding {rb:?}: only group 0 is laid out"));
+        }
+        bindings.push((rb, ty));
+    }
+    bindings.sort_by_key(|(rb, _)| rb.binding);
+    Ok((bindings, workgroup_bytes))
+}
+
+/// A statistic's value as text.
+fn statistic(s: &vk::PipelineExecutableStatisticKHR) -> String {
+    // SAFETY: the union's member is the one `format` names.
+    unsafe {
+        match s.format {
+            vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
+            vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+            vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+            vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => s.value.f64.to_string(),
+            f => format!("?{f:?}"),
+        }
     }
 }
 
