@@ -20,7 +20,7 @@ for r in cbc2eea 60ad744; do
     echo "== regs-$r" >> $OUT/a/regs.txt
     timeout 60 .wgpu-carry/dory-wgpu-regs-$r attend_coop >> $OUT/a/regs.txt 2>&1
 done
-grep -E '^==|^#|attend_coop|gemm_glu|gemm_coop|gemm_sliced\b|attend_rows|split_combine' $OUT/a/regs.txt | cut -c1-400
+grep -E '^==|^#|error|dory-wgpu-regs:|attend_coop|gemm_glu|gemm_coop|gemm_sliced\b|attend_rows|split_combine' $OUT/a/regs.txt | cut -c1-400
 timeout 60 .wgpu-carry/dory-wgpu-regs --ir $OUT/ir attend_coop_d gemm_glu > /dev/null 2>&1
 ls -la $OUT/ir | head
 call_start
