@@ -5,9 +5,10 @@
 //! workgroups an SM holds, which their registers per invocation and workgroup memory decide;
 //! this shows both for every kernel without a profiler.
 //!
-//! The kernels are those `Kernels::plan` lists under the options the engine would choose on
-//! this device (device.rs, mirrored from what Vulkan reports; the subgroup probe is assumed
-//! to pass), each NAME keeping those whose name contains it; `--q8` adds q8_0's kernels. Each
+//! The kernels are those `Kernels::plan` lists under the options the engine chooses: the tool
+//! opens the engine's own device (`GpuDevice::open`, as `--backend wgpu` does, its subgroup
+//! probe and DORY_WGPU_* included) and reads its options, each NAME keeping the kernels whose
+//! name contains it; `--q8` adds q8_0's kernels. Each
 //! is written to SPIR-V as wgpu 30 writes it for the engine on Vulkan (wgpu-hal's naga
 //! options, without runtime checks unless DORY_WGPU_CHECKS=1, workgroup memory not zeroed,
 //! bindings packed as wgpu-hal packs them), built on a device with the features wgpu enables
@@ -15,8 +16,8 @@
 //! its constants, the workgroup naga gives it, then the driver's `name=value`s, tab-separated
 //! (`grep`, `cut -f`). `--ir DIR` also writes each executable's textual internal
 //! representations (SASS or PTX, where the driver exposes them) to
-//! DIR/<kernel>-<executable>-<representation>.txt. DORY_REGS_ADAPTER=TEXT picks the device
-//! whose name contains TEXT (by default the first that is not a CPU).
+//! DIR/<kernel>-<executable>-<representation>.txt. The statistics come from a Vulkan device of
+//! the tool's own on the same adapter (wgpu does not ask the driver for them).
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -26,7 +27,8 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::{ext, khr, vk};
-use dory_wgpu::kernels::{module_text, Kernels, Options, Reduce, Spec};
+use dory_wgpu::kernels::{module_text, Kernels, Options, Spec};
+use dory_wgpu::{GpuDevice, Pick};
 use naga::back::spv;
 
 fn main() -> ExitCode {
@@ -128,6 +130,8 @@ fn c_str(s: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> String {
 
 fn run() -> Result<bool> {
     let args = args()?;
+    let dev = GpuDevice::open(Pick::Any).map_err(|e| anyhow!("{e}"))?;
+    let options = Options { q8: args.q8, ..dev.kernels.options };
     // SAFETY: loading the Vulkan loader runs its initialisers; it is the system's.
     let entry =
         unsafe { ash::Entry::load() }.map_err(|e| anyhow!("cannot load the Vulkan loader (libvulkan.so.1): {e}"))?;
@@ -137,22 +141,23 @@ fn run() -> Result<bool> {
     let instance = Instance(instance);
     let vki = &instance.0;
 
-    let picked = pick(vki)?;
+    let picked = pick(vki, &dev.info.name)?;
     let mut offer = offer(vki, &picked)?;
-    let options = options(&entry, vki, &picked, &offer, args.q8);
     let mut out = std::io::stdout().lock();
-    header(&mut out, vki, &picked, &offer, options)?;
+    header(&mut out, vki, &picked, &dev, options)?;
     let device = open(vki, &picked, &mut offer)?;
     let pep = khr::pipeline_executable_properties::Device::new(vki, &device.0);
 
-    let spv_options = spv_options(&offer.feats, options, offer.subgroups, offer.has_robust2);
+    // wgpu's SUBGROUP feature, which the engine asks for wherever the adapter has it.
+    let subgroups = dev.caps.subgroup.is_some();
+    let spv_options = spv_options(&offer.feats, options, subgroups, offer.has_robust2);
     let builder = Builder {
         device: &device.0,
         pep: &pep,
         ir: args.ir.clone(),
         push_bytes: picked.props.limits.max_push_constants_size.min(256),
         // wgpu-hal asks for it wherever wgpu's SUBGROUP feature is on (the engine asks for that).
-        varying: offer.subgroups && offer.feats.v13.subgroup_size_control != 0,
+        varying: subgroups && offer.feats.v13.subgroup_size_control != 0,
     };
     if let Some(dir) = &args.ir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -169,9 +174,8 @@ struct Picked {
     all: String,
 }
 
-/// The device: DORY_REGS_ADAPTER's, else the first that is no CPU, else the first; it must
-/// offer Vulkan 1.3.
-fn pick(vki: &ash::Instance) -> Result<Picked> {
+/// The Vulkan device of the engine's adapter (`want`, its name); it must offer Vulkan 1.3.
+fn pick(vki: &ash::Instance, want: &str) -> Result<Picked> {
     let phds = unsafe { vki.enumerate_physical_devices() }.map_err(|e| anyhow!("vkEnumeratePhysicalDevices: {e}"))?;
     let named: Vec<_> = phds
         .iter()
@@ -181,17 +185,10 @@ fn pick(vki: &ash::Instance) -> Result<Picked> {
         })
         .collect();
     let all = named.iter().map(|(_, _, n)| n.as_str()).collect::<Vec<_>>().join(", ");
-    let &(phd, props, ref name) = match std::env::var("DORY_REGS_ADAPTER") {
-        Ok(want) => named
-            .iter()
-            .find(|(_, _, n)| n.contains(&want))
-            .ok_or_else(|| anyhow!("no Vulkan device's name contains {want:?} (devices: {all})"))?,
-        Err(_) => named
-            .iter()
-            .find(|(_, p, _)| p.device_type != vk::PhysicalDeviceType::CPU)
-            .or(named.first())
-            .ok_or_else(|| anyhow!("the Vulkan loader found no device"))?,
-    };
+    let &(phd, props, ref name) = named
+        .iter()
+        .find(|(_, _, n)| n == want)
+        .ok_or_else(|| anyhow!("no Vulkan device is the engine's adapter {want:?} (devices: {all})"))?;
     if props.api_version < vk::API_VERSION_1_3 {
         bail!("{name} offers Vulkan {}; this tool needs 1.3", version(props.api_version));
     }
@@ -203,13 +200,9 @@ struct Offer {
     feats: Features,
     has_coop: bool,
     has_robust2: bool,
-    /// wgpu's SUBGROUP feature (the operations and stages wgpu-hal asks for).
-    subgroups: bool,
-    /// The smallest and largest subgroup sizes.
-    sizes: (u32, u32),
 }
 
-/// The device's extensions, features and properties, queried.
+/// The device's extensions and features, queried.
 fn offer(vki: &ash::Instance, picked: &Picked) -> Result<Offer> {
     let Picked { phd, ref name, .. } = *picked;
     let exts = unsafe { vki.enumerate_device_extension_properties(phd) }
@@ -236,64 +229,19 @@ fn offer(vki: &ash::Instance, picked: &Picked) -> Result<Offer> {
     if feats.pep.pipeline_executable_info == vk::FALSE {
         bail!("{name} lists VK_KHR_pipeline_executable_properties but not its feature pipelineExecutableInfo");
     }
-    let mut v11p = vk::PhysicalDeviceVulkan11Properties::default();
-    let mut v13p = vk::PhysicalDeviceVulkan13Properties::default();
-    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut v11p).push_next(&mut v13p);
-    unsafe { vki.get_physical_device_properties2(phd, &mut props2) };
-
-    // What wgpu would offer the engine (wgpu-hal's adapter.rs).
-    let ops = vk::SubgroupFeatureFlags::BASIC
-        | vk::SubgroupFeatureFlags::VOTE
-        | vk::SubgroupFeatureFlags::ARITHMETIC
-        | vk::SubgroupFeatureFlags::BALLOT
-        | vk::SubgroupFeatureFlags::SHUFFLE
-        | vk::SubgroupFeatureFlags::SHUFFLE_RELATIVE
-        | vk::SubgroupFeatureFlags::QUAD;
-    let subgroups = v11p.subgroup_supported_operations.contains(ops)
-        && v11p.subgroup_supported_stages.contains(vk::ShaderStageFlags::COMPUTE | vk::ShaderStageFlags::FRAGMENT);
-    let sizes = (v13p.min_subgroup_size, v13p.max_subgroup_size);
-    Ok(Offer { feats, has_coop, has_robust2, subgroups, sizes })
-}
-
-/// The options the engine would choose on the device (device.rs), the subgroup probe
-/// assumed to pass.
-fn options(entry: &ash::Entry, vki: &ash::Instance, picked: &Picked, offer: &Offer, q8: bool) -> Options {
-    let Offer { ref feats, subgroups, sizes, .. } = *offer;
-    let f16 = feats.v12.shader_float16 != 0
-        && feats.v11.storage_buffer16_bit_access != 0
-        && feats.v11.uniform_and_storage_buffer16_bit_access != 0;
-    let coop = subgroups
-        && f16
-        && sizes == (32, 32)
-        && feats.coop.is_some_and(|c| c.cooperative_matrix != 0)
-        && feats.v12.vulkan_memory_model != 0
-        && feats.v12.vulkan_memory_model_device_scope != 0
-        && std::env::var("DORY_WGPU_COOP").map_or(true, |v| v != "0")
-        && coop_16x16x16(entry, vki, picked.phd);
-    let reduce = if subgroups { Reduce::Subgroup } else { Reduce::Shared };
-    let asked = std::env::var("DORY_WGPU_SUBGROUP").map_or(true, |v| v != "0");
-    let subgroup = if asked && subgroups && sizes.0 == sizes.1 { sizes.0 } else { 0 };
-    let checks = std::env::var("DORY_WGPU_CHECKS").is_ok_and(|v| v == "1");
-    let workgroup_bytes = picked.props.limits.max_compute_shared_memory_size;
-    let options = Options { q8, subgroup, checks, ..Options::new(reduce, coop, workgroup_bytes) };
-    if picked.props.device_type == vk::PhysicalDeviceType::CPU {
-        options.on_cpu()
-    } else {
-        options
-    }
+    Ok(Offer { feats, has_coop, has_robust2 })
 }
 
 /// The two header lines: the device, then the options.
-fn header(out: &mut impl Write, vki: &ash::Instance, picked: &Picked, offer: &Offer, options: Options) -> Result<()> {
+fn header(out: &mut impl Write, vki: &ash::Instance, picked: &Picked, dev: &GpuDevice, options: Options) -> Result<()> {
     let Picked { phd, props, ref name, .. } = *picked;
     writeln!(
         out,
-        "# device: {name} ({:?}), {}, Vulkan {}, subgroups {}-{}, workgroup memory {} B, push constants {} B",
+        "# device: {name} ({:?}), {}, Vulkan {}, subgroups {:?}, workgroup memory {} B, push constants {} B",
         props.device_type,
         driver_text(vki, phd),
         version(props.api_version),
-        offer.sizes.0,
-        offer.sizes.1,
+        dev.caps.subgroup,
         props.limits.max_compute_shared_memory_size,
         props.limits.max_push_constants_size
     )?;
@@ -387,19 +335,6 @@ fn driver_text(vki: &ash::Instance, phd: vk::PhysicalDevice) -> String {
         c_str(drv.driver_name_as_c_str()),
         c_str(drv.driver_info_as_c_str())
     )
-}
-
-/// Whether the device multiplies f16 16 × 16 × 16 tiles into f32 in a subgroup (device.rs's
-/// `offers_coop`).
-fn coop_16x16x16(entry: &ash::Entry, vki: &ash::Instance, phd: vk::PhysicalDevice) -> bool {
-    let coop = khr::cooperative_matrix::Instance::new(entry, vki);
-    let props = unsafe { coop.get_physical_device_cooperative_matrix_properties(phd) }.unwrap_or_default();
-    use vk::ComponentTypeKHR as T;
-    props.iter().any(|p| {
-        (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
-            && (p.a_type, p.b_type, p.c_type, p.result_type) == (T::FLOAT16, T::FLOAT16, T::FLOAT32, T::FLOAT32)
-            && p.scope == vk::ScopeKHR::SUBGROUP
-    })
 }
 
 /// naga's SPIR-V options as wgpu-hal 30 makes them (adapter.rs's `naga_options`, then
